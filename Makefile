@@ -1,0 +1,34 @@
+# One virtualenv for everything; `make test` and `make demo` create or refresh it.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test test-fast lint demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -U pip setuptools wheel
+	$(PY) -m pip install -q -e '.[operator,pipeline,dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: setup
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check broker_image operator pipeline tests bench
+	$(VENV)/bin/mypy broker_image/mqcluster
+
+demo: setup
+	$(PY) -m mqcluster.demo
+
+bench: setup
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,173 @@
+"""Pure codec for remoting frames: ``feed(bytes) -> commands``, ``encode(command) -> bytes``.
+
+Layout (big-endian), as RocketMQ's remoting protocol with JSON headers:
+
+    total_length(4) header_length(4) header(JSON) body
+
+``total_length`` counts everything after itself. The high byte of
+``header_length`` is the serialize type; only 0 (JSON) is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+FLAG_RESPONSE = 0x1
+FLAG_ONEWAY = 0x2
+
+_LEN = struct.Struct(">I")
+
+
+class ResponseCode(IntEnum):
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    INVALID_REQUEST = 4
+
+
+class FrameError(ValueError):
+    """The byte stream is not a valid frame; the connection must be closed."""
+
+
+@dataclass
+class RemotingCommand:
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    @classmethod
+    def request(
+        cls, code: int, ext_fields: dict[str, Any] | None = None, body: bytes = b""
+    ) -> RemotingCommand:
+        fields = {k: str(v) for k, v in (ext_fields or {}).items() if v is not None}
+        return cls(code=code, ext_fields=fields, body=body)
+
+    def response(
+        self,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        ext_fields: dict[str, Any] | None = None,
+        body: bytes = b"",
+    ) -> RemotingCommand:
+        """A response to this request, carrying its opaque."""
+        fields = {k: str(v) for k, v in (ext_fields or {}).items() if v is not None}
+        return RemotingCommand(
+            code=int(code),
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            remark=remark,
+            ext_fields=fields,
+            body=body,
+        )
+
+    def json_body(self) -> Any:
+        """The body decoded as JSON; raises FrameError naming the problem."""
+        try:
+            return json.loads(self.body.decode("utf-8")) if self.body else None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FrameError(f"body is not valid JSON: {exc}") from exc
+
+
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    header: dict[str, Any] = {
+        "code": cmd.code,
+        "opaque": cmd.opaque,
+        "flag": cmd.flag,
+        "language": "PYTHON",
+        "version": 0,
+    }
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    total = 4 + len(hbytes) + len(cmd.body)
+    return _LEN.pack(total) + _LEN.pack(len(hbytes)) + hbytes + cmd.body
+
+
+def _decode_header(raw: bytes) -> dict[str, Any]:
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FrameError(f"header is not valid JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise FrameError("header is not a JSON object")
+    for key in ("code", "opaque", "flag"):
+        value = header.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FrameError(f"header field {key!r} must be an integer, got {value!r}")
+    ext = header.get("extFields") or {}
+    if not isinstance(ext, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in ext.items()
+    ):
+        raise FrameError("header field 'extFields' must map strings to strings")
+    remark = header.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        raise FrameError("header field 'remark' must be a string")
+    return header
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes, get complete commands.
+
+    Raises FrameError on a malformed or oversized frame; after that the
+    decoder is unusable and the caller closes the connection.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[RemotingCommand]:
+        self._buf.extend(data)
+        out: list[RemotingCommand] = []
+        while len(self._buf) >= 4:
+            (total,) = _LEN.unpack_from(self._buf, 0)
+            if total > self.max_frame_size:
+                raise FrameError(f"frame of {total} bytes exceeds limit {self.max_frame_size}")
+            if total < 4:
+                raise FrameError(f"frame length {total} is shorter than its header length field")
+            if len(self._buf) < 4 + total:
+                break
+            (hlen_raw,) = _LEN.unpack_from(self._buf, 4)
+            serialize_type, hlen = hlen_raw >> 24, hlen_raw & 0xFFFFFF
+            if serialize_type != 0:
+                raise FrameError(f"unsupported serialize type {serialize_type}")
+            if hlen > total - 4:
+                raise FrameError(f"header length {hlen} exceeds frame length {total}")
+            header = _decode_header(bytes(self._buf[8 : 8 + hlen]))
+            body = bytes(self._buf[8 + hlen : 4 + total])
+            del self._buf[: 4 + total]
+            out.append(
+                RemotingCommand(
+                    code=int(header.get("code", 0)),
+                    opaque=int(header.get("opaque", 0)),
+                    flag=int(header.get("flag", 0)),
+                    remark=header.get("remark"),
+                    ext_fields=dict(header.get("extFields") or {}),
+                    body=body,
+                )
+            )
+        return out
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)

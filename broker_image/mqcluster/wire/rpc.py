@@ -1,0 +1,282 @@
+"""asyncio transport for remoting frames: one Connection class serves both ends.
+
+A connection reads frames with a pure FrameDecoder, resolves responses to
+pending requests by ``opaque`` and hands requests to a handler registry. A
+bounded number of requests run at once per connection; when that many are in
+flight the reader stops reading, so TCP pushes back on a fast sender.
+A malformed or oversized frame closes that connection only, with a logged reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mqcluster.wire.frame import (
+    DEFAULT_MAX_FRAME_SIZE,
+    FLAG_ONEWAY,
+    FrameDecoder,
+    FrameError,
+    RemotingCommand,
+    ResponseCode,
+    encode_frame,
+)
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[RemotingCommand, "Connection"], Awaitable[RemotingCommand | None]]
+
+
+class RpcError(Exception):
+    """A request failed: connection lost, timed out, or the peer is unreachable."""
+
+
+class HandlerRegistry:
+    """Maps request codes to async handlers; unknown codes get REQUEST_CODE_NOT_SUPPORTED."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+        self.on_connection_closed: list[Callable[[Connection], None]] = []
+
+    def register(self, code: int, handler: Handler) -> None:
+        self._handlers[int(code)] = handler
+
+    async def dispatch(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        handler = self._handlers.get(cmd.code)
+        if handler is None:
+            return cmd.response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                remark=f"request code {cmd.code} not supported",
+            )
+        try:
+            return await handler(cmd, conn)
+        except FrameError as exc:
+            return cmd.response(ResponseCode.INVALID_REQUEST, remark=str(exc))
+        except (KeyError, ValueError, TypeError) as exc:
+            log.info("bad request code=%s: %r", cmd.code, exc)
+            return cmd.response(ResponseCode.INVALID_REQUEST, remark=f"invalid request: {exc!r}")
+        except Exception as exc:
+            log.exception("handler for code %s failed", cmd.code)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        registry: HandlerRegistry | None = None,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_in_flight: int = 256,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.registry = registry or HandlerRegistry()
+        self.decoder = FrameDecoder(max_frame_size)
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._opaque = itertools.count(1)
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = asyncio.Event()
+        self.close_reason: str | None = None
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.attributes: dict[str, Any] = {}
+        self._reader_task = asyncio.create_task(self._read_loop())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    self.close_reason = "peer closed"
+                    return
+                for cmd in self.decoder.feed(data):
+                    if cmd.is_response:
+                        fut = self._pending.pop(cmd.opaque, None)
+                        if fut is not None and not fut.done():
+                            fut.set_result(cmd)
+                        continue
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._serve(cmd))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+        except FrameError as exc:
+            self.close_reason = f"malformed frame: {exc}"
+            log.warning("closing connection from %s: %s", self.peer, self.close_reason)
+        except (ConnectionError, OSError) as exc:
+            self.close_reason = f"connection error: {exc}"
+        except asyncio.CancelledError:
+            self.close_reason = self.close_reason or "closed"
+        finally:
+            self._shutdown()
+
+    async def _serve(self, cmd: RemotingCommand) -> None:
+        try:
+            resp = await self.registry.dispatch(cmd, self)
+            if resp is not None and not cmd.is_oneway and not self.closed:
+                resp.opaque = cmd.opaque
+                self.writer.write(encode_frame(resp))
+                await self.writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._slots.release()
+
+    def _shutdown(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(RpcError(f"connection to {self.peer} closed"))
+        self._pending.clear()
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        for cb in self.registry.on_connection_closed:
+            cb(self)
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        if self.closed:
+            raise RpcError(f"connection to {self.peer} closed")
+        cmd.opaque = next(self._opaque)
+        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.opaque] = fut
+        try:
+            self.writer.write(encode_frame(cmd))
+            await self.writer.drain()
+            return await asyncio.wait_for(fut, timeout)
+        except (ConnectionError, OSError) as exc:
+            raise RpcError(f"send to {self.peer} failed: {exc}") from exc
+        except TimeoutError as exc:
+            raise RpcError(f"request code {cmd.code} to {self.peer} timed out") from exc
+        finally:
+            self._pending.pop(cmd.opaque, None)
+
+    async def send_oneway(self, cmd: RemotingCommand) -> None:
+        if self.closed:
+            raise RpcError(f"connection to {self.peer} closed")
+        cmd.opaque = next(self._opaque)
+        cmd.flag |= FLAG_ONEWAY
+        try:
+            self.writer.write(encode_frame(cmd))
+            await self.writer.drain()
+        except (ConnectionError, OSError) as exc:
+            raise RpcError(f"send to {self.peer} failed: {exc}") from exc
+
+    async def close(self) -> None:
+        self._reader_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader_task
+        self._shutdown()
+        for task in list(self._tasks):
+            task.cancel()
+
+
+class RpcServer:
+    """Accepts connections and serves requests from a HandlerRegistry."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        registry: HandlerRegistry,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self.host, self.port = host, port
+        self.registry = registry
+        self.max_frame_size = max_frame_size
+        self.connections: set[Connection] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size)
+        self.connections.add(conn)
+        await conn.wait_closed()
+        self.connections.discard(conn)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            await conn.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"address {addr!r} is not host:port")
+    return host, int(port)
+
+
+class RpcClient:
+    """Keeps one connection per address, reconnecting on demand."""
+
+    def __init__(
+        self,
+        registry: HandlerRegistry | None = None,
+        *,
+        connect_timeout: float = 1.0,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self.registry = registry or HandlerRegistry()
+        self.connect_timeout = connect_timeout
+        self.max_frame_size = max_frame_size
+        self._conns: dict[str, Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def connection(self, addr: str) -> Connection:
+        conn = self._conns.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        lock = self._locks.setdefault(addr, asyncio.Lock())
+        async with lock:
+            conn = self._conns.get(addr)
+            if conn is not None and not conn.closed:
+                return conn
+            host, port = split_addr(addr)
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, port), self.connect_timeout
+                )
+            except (OSError, TimeoutError) as exc:
+                raise RpcError(f"cannot connect to {addr}: {exc or 'timeout'}") from exc
+            conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size)
+            self._conns[addr] = conn
+            return conn
+
+    async def invoke(
+        self, addr: str, cmd: RemotingCommand, timeout: float = 3.0
+    ) -> RemotingCommand:
+        conn = await self.connection(addr)
+        return await conn.invoke(cmd, timeout)
+
+    async def send_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        conn = await self.connection(addr)
+        await conn.send_oneway(cmd)
+
+    async def close(self) -> None:
+        for conn in list(self._conns.values()):
+            await conn.close()
+        self._conns.clear()
