@@ -75,7 +75,9 @@ def build_config(model: type[M], props: dict[str, Any], source: str = "<config>"
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None
 
 
-def load_config(model: type[M], path: str | Path | None, overrides: dict[str, str] | None = None) -> M:
+def load_config(
+    model: type[M], path: str | Path | None, overrides: dict[str, str] | None = None
+) -> M:
     """Load ``path`` (if given), apply ``overrides`` (e.g. from the command line), validate."""
     props = load_properties(path) if path else {}
     props.update(overrides or {})

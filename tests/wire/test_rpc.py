@@ -1,0 +1,94 @@
+import asyncio
+import struct
+
+import pytest
+
+from mqcluster.wire.frame import RemotingCommand, ResponseCode
+from mqcluster.wire.rpc import HandlerRegistry, RpcClient, RpcError, RpcServer, split_addr
+
+
+@pytest.fixture
+async def echo_server():
+    registry = HandlerRegistry()
+
+    async def echo(cmd: RemotingCommand, conn) -> RemotingCommand:
+        return cmd.response(ext_fields=cmd.ext_fields, body=cmd.body)
+
+    async def fail(cmd: RemotingCommand, conn) -> RemotingCommand:
+        raise ValueError("bad field")
+
+    registry.register(1, echo)
+    registry.register(2, fail)
+    server = RpcServer("127.0.0.1", 0, registry, max_frame_size=4096)
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def test_request_response(echo_server) -> None:
+    client = RpcClient()
+    try:
+        resp = await client.invoke(
+            f"127.0.0.1:{echo_server.port}", RemotingCommand.request(1, {"k": "v"}, b"hi")
+        )
+        assert resp.code == ResponseCode.SUCCESS
+        assert resp.ext_fields == {"k": "v"} and resp.body == b"hi"
+    finally:
+        await client.close()
+
+
+async def test_concurrent_requests_are_matched_by_opaque(echo_server) -> None:
+    client = RpcClient()
+    addr = f"127.0.0.1:{echo_server.port}"
+    try:
+        resps = await asyncio.gather(
+            *(
+                client.invoke(addr, RemotingCommand.request(1, body=str(i).encode()))
+                for i in range(50)
+            )
+        )
+        assert [r.body for r in resps] == [str(i).encode() for i in range(50)]
+    finally:
+        await client.close()
+
+
+async def test_unknown_code_and_handler_errors_get_error_responses(echo_server) -> None:
+    client = RpcClient()
+    addr = f"127.0.0.1:{echo_server.port}"
+    try:
+        resp = await client.invoke(addr, RemotingCommand.request(999))
+        assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        resp = await client.invoke(addr, RemotingCommand.request(2))
+        assert resp.code == ResponseCode.INVALID_REQUEST and "bad field" in (resp.remark or "")
+    finally:
+        await client.close()
+
+
+async def test_malformed_frame_closes_only_that_connection(echo_server, caplog) -> None:
+    addr = f"127.0.0.1:{echo_server.port}"
+    good = RpcClient()
+    try:
+        await good.invoke(addr, RemotingCommand.request(1))
+        for garbage in (struct.pack(">II", 8, 100) + b"xxxx", struct.pack(">I", 1 << 30)):
+            reader, writer = await asyncio.open_connection("127.0.0.1", echo_server.port)
+            writer.write(garbage)
+            await writer.drain()
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+            writer.close()
+        assert "malformed frame" in caplog.text
+        resp = await good.invoke(addr, RemotingCommand.request(1, body=b"still"))
+        assert resp.body == b"still"
+    finally:
+        await good.close()
+
+
+async def test_unreachable_address_raises_rpc_error() -> None:
+    client = RpcClient(connect_timeout=0.5)
+    with pytest.raises(RpcError, match="cannot connect"):
+        await client.invoke("127.0.0.1:1", RemotingCommand.request(1))
+
+
+def test_split_addr_names_bad_address() -> None:
+    assert split_addr("127.0.0.2:9876") == ("127.0.0.2", 9876)
+    with pytest.raises(ValueError, match="not host:port"):
+        split_addr("nohost")
