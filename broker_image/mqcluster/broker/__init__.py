@@ -1,0 +1,1 @@
+"""The broker process: configuration, internal RPC handlers, metrics, lifecycle."""

@@ -1,0 +1,27 @@
+"""Internal-protocol request handlers of the broker, one module per concern."""
+
+from __future__ import annotations
+
+from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.handlers.admin import AdminHandlers
+from mqcluster.broker.handlers.offsets import OffsetHandlers
+from mqcluster.broker.handlers.pull import PullHandlers
+from mqcluster.broker.handlers.send import SendHandlers
+from mqcluster.broker.long_poll import ArrivalNotifier
+from mqcluster.broker.pull_service import PullService
+from mqcluster.broker.send_service import SendService
+from mqcluster.broker.topic_service import TopicService
+from mqcluster.wire.rpc import HandlerRegistry
+
+
+def build_registry(
+    ctx: BrokerContext, arrivals: ArrivalNotifier, registry: HandlerRegistry | None = None
+) -> HandlerRegistry:
+    """Every broker request code, wired to its handler."""
+    registry = registry or HandlerRegistry()
+    topics = TopicService(ctx)
+    SendHandlers(SendService(ctx, topics)).register(registry)
+    PullHandlers(PullService(ctx, topics, arrivals)).register(registry)
+    OffsetHandlers(ctx).register(registry)
+    AdminHandlers(ctx, topics).register(registry)
+    return registry

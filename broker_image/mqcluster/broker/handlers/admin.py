@@ -1,0 +1,98 @@
+"""Topic and group admin (17, 21, 215, 200, 201, 207) and GET_BROKER_RUNTIME_INFO (28)."""
+
+from __future__ import annotations
+
+import json
+
+from mqcluster.admin.broker_protocol import DeleteTopicRequestHeader, decode_update_topic
+from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.protocol import (
+    BrokerResponseCode,
+    DeleteSubscriptionGroupRequestHeader,
+    RequestCode,
+    SubscriptionGroupConfig,
+    parse_header,
+)
+from mqcluster.broker.runtime_info import runtime_table
+from mqcluster.broker.topic_service import SYSTEM_TOPICS, TopicService, check_topic_name
+from mqcluster.namesrv.protocol import parse_body
+from mqcluster.store.subscription_group import SubscriptionGroupConfig as StoredGroup
+from mqcluster.store.topic_config import TopicConfig
+from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.rpc import Connection, HandlerRegistry
+
+
+def _json(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode("utf-8")
+
+
+class AdminHandlers:
+    def __init__(self, ctx: BrokerContext, topics: TopicService) -> None:
+        self.ctx = ctx
+        self.topics = topics
+
+    def register(self, registry: HandlerRegistry) -> None:
+        registry.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.create_topic)
+        registry.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.all_topics)
+        registry.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic)
+        registry.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.create_group)
+        registry.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.all_groups)
+        registry.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_group)
+        registry.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.runtime_info)
+
+    async def create_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = decode_update_topic(cmd)
+        bad = check_topic_name(h.topic)
+        if bad is not None:
+            return cmd.response(bad.code, remark=bad.remark)
+        if h.topic in SYSTEM_TOPICS:
+            return cmd.response(
+                BrokerResponseCode.NO_PERMISSION, remark=f"topic {h.topic!r} is a system topic"
+            )
+        limit = self.ctx.config.maxTopicQueueNums
+        sizes = (("readQueueNums", h.readQueueNums), ("writeQueueNums", h.writeQueueNums))
+        for key, value in sizes:
+            if not 1 <= value <= limit:
+                return cmd.response(
+                    BrokerResponseCode.INVALID_REQUEST,
+                    remark=f"{key}={value} is outside 1..{limit} (maxTopicQueueNums)",
+                )
+        self.topics.put(
+            TopicConfig(
+                topicName=h.topic,
+                readQueueNums=h.readQueueNums,
+                writeQueueNums=h.writeQueueNums,
+                perm=h.perm,
+                topicFilterType=h.topicFilterType,
+                topicSysFlag=h.topicSysFlag,
+                order=h.order,
+            )
+        )
+        return cmd.response()
+
+    async def all_topics(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        return cmd.response(body=_json(self.ctx.store.topics.encode()))
+
+    async def delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = parse_header(DeleteTopicRequestHeader, cmd.ext_fields)
+        self.topics.delete(h.topic)
+        for group in self.ctx.store.offsets.groups_of_topic(h.topic):
+            self.ctx.store.offsets.remove_group(group, h.topic)
+        return cmd.response()
+
+    async def create_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        body = parse_body(SubscriptionGroupConfig, cmd)
+        self.ctx.store.subscriptions.put(StoredGroup.from_dict(body.model_dump()))
+        return cmd.response()
+
+    async def all_groups(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        return cmd.response(body=_json(self.ctx.store.subscriptions.encode()))
+
+    async def delete_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = parse_header(DeleteSubscriptionGroupRequestHeader, cmd.ext_fields)
+        self.ctx.store.subscriptions.delete(h.groupName)
+        self.ctx.store.offsets.remove_group(h.groupName)
+        return cmd.response()
+
+    async def runtime_info(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        return cmd.response(body=_json({"table": runtime_table(self.ctx)}))

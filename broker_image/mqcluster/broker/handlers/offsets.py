@@ -1,0 +1,66 @@
+"""Consumer offsets (14, 15) and queue offsets (29 SEARCH_OFFSET_BY_TIMESTAMP, 30, 31)."""
+
+from __future__ import annotations
+
+from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.protocol import (
+    BrokerResponseCode,
+    GetMaxOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    RequestCode,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    parse_header,
+)
+from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.rpc import Connection, HandlerRegistry
+
+
+class OffsetHandlers:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def register(self, registry: HandlerRegistry) -> None:
+        registry.register(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
+        registry.register(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset)
+        registry.register(RequestCode.GET_MAX_OFFSET, self.max_offset)
+        registry.register(RequestCode.GET_MIN_OFFSET, self.min_offset)
+        registry.register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset)
+
+    async def query_consumer_offset(
+        self, cmd: RemotingCommand, conn: Connection
+    ) -> RemotingCommand:
+        h = parse_header(QueryConsumerOffsetRequestHeader, cmd.ext_fields)
+        offset = self.ctx.store.offsets.query(h.consumerGroup, h.topic, h.queueId)
+        if offset >= 0:
+            return cmd.response(ext_fields={"offset": offset})
+        if h.setZeroIfNotFound:
+            return cmd.response(ext_fields={"offset": 0})
+        return cmd.response(
+            BrokerResponseCode.QUERY_NOT_FOUND,
+            remark=f"group {h.consumerGroup!r} has no offset for {h.topic}:{h.queueId}",
+        )
+
+    async def update_consumer_offset(
+        self, cmd: RemotingCommand, conn: Connection
+    ) -> RemotingCommand:
+        h = parse_header(UpdateConsumerOffsetRequestHeader, cmd.ext_fields)
+        if self.ctx.store.topics.get(h.topic) is None:
+            return cmd.response(
+                BrokerResponseCode.TOPIC_NOT_EXIST, remark=f"topic {h.topic!r} does not exist"
+            )
+        self.ctx.store.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        return cmd.response()
+
+    async def max_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = parse_header(GetMaxOffsetRequestHeader, cmd.ext_fields)
+        return cmd.response(ext_fields={"offset": self.ctx.store.max_offset(h.topic, h.queueId)})
+
+    async def min_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = parse_header(GetMaxOffsetRequestHeader, cmd.ext_fields)
+        return cmd.response(ext_fields={"offset": self.ctx.store.min_offset(h.topic, h.queueId)})
+
+    async def search_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = parse_header(SearchOffsetRequestHeader, cmd.ext_fields)
+        offset = self.ctx.store.offset_by_time(h.topic, h.queueId, h.timestamp)
+        return cmd.response(ext_fields={"offset": offset})

@@ -1,0 +1,75 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)."""
+
+from __future__ import annotations
+
+from mqcluster.broker.protocol import (
+    BrokerResponseCode,
+    RequestCode,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    header_fields,
+    parse_header,
+    v2_to_v1,
+)
+from mqcluster.broker.remoting_codec import (
+    CodecError,
+    WireMessage,
+    decode_batch,
+    decode_properties,
+)
+from mqcluster.broker.send_service import SendOutcome, SendRequest, SendService
+from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.rpc import Connection, HandlerRegistry
+
+
+class SendHandlers:
+    def __init__(self, service: SendService) -> None:
+        self.service = service
+
+    def register(self, registry: HandlerRegistry) -> None:
+        registry.register(RequestCode.SEND_MESSAGE, self.send)
+        registry.register(RequestCode.SEND_MESSAGE_V2, self.send)
+        registry.register(RequestCode.SEND_BATCH_MESSAGE, self.send)
+
+    async def send(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        ext = cmd.ext_fields
+        if cmd.code == RequestCode.SEND_MESSAGE_V2:
+            ext = v2_to_v1(ext)
+        header = parse_header(SendMessageRequestHeader, ext)
+        try:
+            messages = self._messages(cmd, header)
+        except CodecError as exc:
+            return cmd.response(BrokerResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
+        outcome = await self.service.send(
+            SendRequest(
+                topic=header.topic,
+                messages=messages,
+                queue_id=header.queueId,
+                producer_group=header.producerGroup,
+                born_host=conn.peer,
+                born_timestamp=header.bornTimestamp,
+                sys_flag=header.sysFlag,
+                reconsume_times=header.reconsumeTimes,
+                default_queue_nums=header.defaultTopicQueueNums,
+            )
+        )
+        return _response(cmd, outcome)
+
+    @staticmethod
+    def _messages(cmd: RemotingCommand, header: SendMessageRequestHeader) -> list[WireMessage]:
+        if cmd.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+            return decode_batch(cmd.body)
+        props = decode_properties(header.properties)
+        return [WireMessage.from_properties(cmd.body, props, header.flag)]
+
+
+def _response(cmd: RemotingCommand, outcome: SendOutcome) -> RemotingCommand:
+    if not outcome.results:
+        return cmd.response(outcome.code, remark=outcome.remark)
+    first = outcome.results[0]
+    header = SendMessageResponseHeader(
+        msgId=",".join(r.offset_msg_id for r in outcome.results),
+        queueId=outcome.queue_id,
+        queueOffset=first.queue_offset,
+    )
+    return cmd.response(outcome.code, remark=outcome.remark, ext_fields=header_fields(header))

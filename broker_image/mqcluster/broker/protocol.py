@@ -1,0 +1,197 @@
+"""Broker request/response codes and headers, as RocketMQ's remoting names them.
+
+Headers are ``extFields``; parse with :func:`parse_header` (a bad field raises
+FrameError naming it, answered with INVALID_REQUEST). Topic admin headers
+(UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER) are in
+:mod:`mqcluster.admin.broker_protocol`, shared with mqadmin.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from pydantic import Field
+
+from mqcluster.namesrv.protocol import Model, header_fields, parse_header
+
+__all__ = [
+    "BrokerResponseCode",
+    "GetMaxOffsetRequestHeader",
+    "PullMessageRequestHeader",
+    "PullMessageResponseHeader",
+    "QueryConsumerOffsetRequestHeader",
+    "RequestCode",
+    "SearchOffsetRequestHeader",
+    "SendMessageRequestHeader",
+    "SendMessageResponseHeader",
+    "SubscriptionGroupConfig",
+    "UpdateConsumerOffsetRequestHeader",
+    "header_fields",
+    "parse_header",
+    "v2_to_v1",
+]
+
+
+class RequestCode(IntEnum):
+    SEND_MESSAGE = 10
+    PULL_MESSAGE = 11
+    QUERY_CONSUMER_OFFSET = 14
+    UPDATE_CONSUMER_OFFSET = 15
+    UPDATE_AND_CREATE_TOPIC = 17
+    GET_ALL_TOPIC_CONFIG = 21
+    GET_BROKER_RUNTIME_INFO = 28
+    SEARCH_OFFSET_BY_TIMESTAMP = 29
+    GET_MAX_OFFSET = 30
+    GET_MIN_OFFSET = 31
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+    DELETE_SUBSCRIPTIONGROUP = 207
+    DELETE_TOPIC_IN_BROKER = 215
+    SEND_MESSAGE_V2 = 310
+    SEND_BATCH_MESSAGE = 320
+
+
+class BrokerResponseCode(IntEnum):
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    INVALID_REQUEST = 4
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+
+
+class SendMessageRequestHeader(Model):
+    producerGroup: str = "DEFAULT_PRODUCER"
+    topic: str = Field(min_length=1, max_length=127)
+    defaultTopic: str = "TBW102"
+    defaultTopicQueueNums: int = 4
+    queueId: int = -1
+    sysFlag: int = 0
+    bornTimestamp: int = 0
+    flag: int = 0
+    properties: str = ""
+    reconsumeTimes: int = 0
+    unitMode: bool = False
+    batch: bool = False
+    maxReconsumeTimes: int | None = None
+    bname: str | None = None
+
+
+_V2_NAMES = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+    "n": "bname",
+}
+_V1_NAMES = {v: k for k, v in _V2_NAMES.items()}
+
+
+def v2_to_v1(ext: dict[str, str]) -> dict[str, str]:
+    """SEND_MESSAGE_V2's one-letter header names -> SEND_MESSAGE's names."""
+    return {_V2_NAMES.get(k, k): v for k, v in ext.items()}
+
+
+def v1_to_v2(ext: dict[str, str]) -> dict[str, str]:
+    return {_V1_NAMES.get(k, k): v for k, v in ext.items()}
+
+
+class SendMessageResponseHeader(Model):
+    """``msgId`` is the broker's offset message id; a batch's are comma separated, in order."""
+
+    msgId: str
+    queueId: int
+    queueOffset: int
+    transactionId: str | None = None
+    batchUniqId: str | None = None
+
+
+class PullMessageRequestHeader(Model):
+    consumerGroup: str = Field(min_length=1)
+    topic: str = Field(min_length=1)
+    queueId: int = Field(ge=0)
+    queueOffset: int = Field(ge=0)
+    maxMsgNums: int = Field(32, ge=1)
+    sysFlag: int = 0
+    commitOffset: int = 0
+    suspendTimeoutMillis: int = Field(0, ge=0)
+    subscription: str = "*"
+    subVersion: int = 0
+    expressionType: str = "TAG"
+
+
+class PullMessageResponseHeader(Model):
+    suggestWhichBrokerId: int = 0
+    nextBeginOffset: int
+    minOffset: int
+    maxOffset: int
+
+
+class QueryConsumerOffsetRequestHeader(Model):
+    consumerGroup: str = Field(min_length=1)
+    topic: str = Field(min_length=1)
+    queueId: int = Field(ge=0)
+    setZeroIfNotFound: bool = False
+
+
+class UpdateConsumerOffsetRequestHeader(Model):
+    consumerGroup: str = Field(min_length=1)
+    topic: str = Field(min_length=1)
+    queueId: int = Field(ge=0)
+    commitOffset: int = Field(ge=0)
+
+
+class GetMaxOffsetRequestHeader(Model):
+    """Header of GET_MAX_OFFSET and GET_MIN_OFFSET."""
+
+    topic: str = Field(min_length=1)
+    queueId: int = Field(ge=0)
+
+
+class SearchOffsetRequestHeader(Model):
+    topic: str = Field(min_length=1)
+    queueId: int = Field(ge=0)
+    timestamp: int
+
+
+class OffsetResponseHeader(Model):
+    offset: int
+
+
+class SubscriptionGroupConfig(Model):
+    """Body of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (JSON), RocketMQ's field names."""
+
+    groupName: str = Field(min_length=1)
+    consumeEnable: bool = True
+    consumeFromMinEnable: bool = True
+    consumeBroadcastEnable: bool = True
+    consumeMessageOrderly: bool = False
+    retryQueueNums: int = 1
+    retryMaxTimes: int = 16
+    brokerId: int = 0
+    whichBrokerWhenConsumeSlowly: int = 1
+    notifyConsumerIdsChangedEnable: bool = True
+
+
+class DeleteSubscriptionGroupRequestHeader(Model):
+    groupName: str = Field(min_length=1)

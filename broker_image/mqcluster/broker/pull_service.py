@@ -1,0 +1,111 @@
+"""Serves consumers' pulls: topic and group checks, tag filter, long polling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.long_poll import ArrivalNotifier
+from mqcluster.broker.protocol import BrokerResponseCode, PullMessageRequestHeader
+from mqcluster.broker.topic_service import TopicRejection, TopicService
+from mqcluster.store.filter import TagFilter
+from mqcluster.store.message import GetResult, GetStatus, StoredMessage
+
+FLAG_COMMIT_OFFSET = 0x1
+MAX_SUSPEND_SECONDS = 30.0
+SUBSCRIPTION_PARSE_FAILED = 23
+
+GET_STATUS_CODES: dict[GetStatus, int] = {
+    GetStatus.FOUND: BrokerResponseCode.SUCCESS,
+    GetStatus.NO_MATCHED_MESSAGE: BrokerResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.MESSAGE_WAS_REMOVING: BrokerResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.OFFSET_FOUND_NULL: BrokerResponseCode.PULL_NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_ONE: BrokerResponseCode.PULL_NOT_FOUND,
+    GetStatus.NO_MATCHED_LOGIC_QUEUE: BrokerResponseCode.PULL_NOT_FOUND,
+    GetStatus.NO_MESSAGE_IN_QUEUE: BrokerResponseCode.PULL_NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_BADLY: BrokerResponseCode.PULL_OFFSET_MOVED,
+    GetStatus.OFFSET_TOO_SMALL: BrokerResponseCode.PULL_OFFSET_MOVED,
+}
+_WAITABLE = frozenset(
+    {GetStatus.OFFSET_OVERFLOW_ONE, GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.NO_MATCHED_LOGIC_QUEUE}
+)
+
+
+@dataclass
+class PullOutcome:
+    code: int
+    remark: str | None = None
+    next_begin_offset: int = 0
+    min_offset: int = 0
+    max_offset: int = 0
+    messages: list[StoredMessage] = field(default_factory=list)
+
+
+class PullService:
+    def __init__(self, ctx: BrokerContext, topics: TopicService, arrivals: ArrivalNotifier) -> None:
+        self.ctx = ctx
+        self.topics = topics
+        self.arrivals = arrivals
+
+    def _check(self, h: PullMessageRequestHeader) -> PullOutcome | TagFilter | None:
+        topic = self.topics.for_read(h.topic)
+        if isinstance(topic, TopicRejection):
+            return PullOutcome(topic.code, topic.remark)
+        if h.queueId >= topic.readQueueNums:
+            return PullOutcome(
+                BrokerResponseCode.SYSTEM_ERROR,
+                f"queueId {h.queueId} is illegal: topic {h.topic!r} has "
+                f"{topic.readQueueNums} read queues",
+            )
+        subs = self.ctx.store.subscriptions
+        group = subs.get(h.consumerGroup)
+        if group is None:
+            if not self.ctx.config.autoCreateSubscriptionGroup:
+                return PullOutcome(
+                    BrokerResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                    f"consumer group {h.consumerGroup!r} does not exist and "
+                    "autoCreateSubscriptionGroup=false",
+                )
+            group = subs.create_if_absent(h.consumerGroup)
+        if not group.consumeEnable:
+            return PullOutcome(
+                BrokerResponseCode.NO_PERMISSION,
+                f"consumer group {h.consumerGroup!r} may not consume (consumeEnable=false)",
+            )
+        if h.expressionType.upper() != "TAG":
+            return PullOutcome(
+                SUBSCRIPTION_PARSE_FAILED,
+                f"expressionType {h.expressionType!r} is not supported; use TAG",
+            )
+        tag_filter = TagFilter.of(h.subscription or "*")
+        return None if tag_filter.matches_all else tag_filter
+
+    async def pull(self, h: PullMessageRequestHeader) -> PullOutcome:
+        checked = self._check(h)
+        if isinstance(checked, PullOutcome):
+            return checked
+        if h.sysFlag & FLAG_COMMIT_OFFSET and h.commitOffset >= 0:
+            self.ctx.store.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        max_nums = min(h.maxMsgNums, self.ctx.config.maxPullBatchSize)
+        result = self._get(h, max_nums, checked)
+        if result.status in _WAITABLE and h.suspendTimeoutMillis > 0:
+            timeout = min(h.suspendTimeoutMillis / 1000.0, MAX_SUSPEND_SECONDS)
+            if await self.arrivals.wait(h.topic, h.queueId, timeout):
+                result = self._get(h, max_nums, checked)
+        code = GET_STATUS_CODES.get(result.status, BrokerResponseCode.PULL_NOT_FOUND)
+        if result.messages:
+            nbytes = sum(len(m.body) for m in result.messages)
+            self.ctx.metrics.record_get(h.topic, len(result.messages), nbytes)
+        return PullOutcome(
+            code=code,
+            remark=None if code == BrokerResponseCode.SUCCESS else result.status.value,
+            next_begin_offset=result.next_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+            messages=result.messages,
+        )
+
+    def _get(
+        self, h: PullMessageRequestHeader, max_nums: int, tag_filter: TagFilter | None
+    ) -> GetResult:
+        return self.ctx.store.get_messages(h.topic, h.queueId, h.queueOffset, max_nums, tag_filter)

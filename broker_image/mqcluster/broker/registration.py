@@ -1,0 +1,65 @@
+"""What this broker tells the name servers, and how it keeps telling them."""
+
+from __future__ import annotations
+
+from mqcluster.broker.context import BrokerContext
+from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient, RegisterOutcome
+from mqcluster.namesrv.protocol import (
+    PERM_PRIORITY,
+    BrokerRegistration,
+    DataVersion,
+    TopicConfig,
+)
+
+
+def registration_of(ctx: BrokerContext) -> BrokerRegistration:
+    cfg = ctx.config
+    manager = ctx.store.topics
+    topics = {
+        name: TopicConfig(
+            topicName=name,
+            readQueueNums=tc.readQueueNums,
+            writeQueueNums=tc.writeQueueNums,
+            perm=(tc.perm & cfg.brokerPermission) | (tc.perm & PERM_PRIORITY),
+            topicFilterType=tc.topicFilterType,
+            topicSysFlag=tc.topicSysFlag,
+            order=tc.order,
+        )
+        for name, tc in manager.table.items()
+    }
+    version = manager.data_version
+    return BrokerRegistration(
+        clusterName=cfg.brokerClusterName,
+        brokerName=cfg.brokerName,
+        brokerAddr=ctx.addresses.broker,
+        brokerId=cfg.brokerId,
+        haServerAddr=ctx.addresses.ha,
+        proxyAddr=ctx.addresses.grpc or "",
+        heartbeatTimeoutMillis=cfg.brokerNotActiveTimeoutMillis,
+        enableActingMaster=cfg.enableSlaveActingMaster,
+        topicConfigTable=topics,
+        dataVersion=DataVersion(timestamp=version.timestamp, counter=version.counter),
+    )
+
+
+def start_registrar(ctx: BrokerContext) -> BrokerRegistrar | None:
+    """Register with every ``namesrvAddr`` now and every ``registerNameServerPeriod``."""
+    addrs = ctx.config.namesrv_addrs
+    if not addrs:
+        return None
+    client = NamesrvClient(addrs, timeout=ctx.config.registerBrokerTimeoutMills / 1000.0)
+
+    def remember_master(outcomes: list[RegisterOutcome]) -> None:
+        for out in outcomes:
+            if out.result is not None and out.result.masterAddr:
+                ctx.master_addr = out.result.masterAddr
+
+    registrar = BrokerRegistrar(
+        client,
+        lambda: registration_of(ctx),
+        interval=ctx.config.registerNameServerPeriod / 1000.0,
+        on_outcomes=remember_master,
+    )
+    ctx.topic_listeners.append(registrar.trigger)
+    registrar.start()
+    return registrar

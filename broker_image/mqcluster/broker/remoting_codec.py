@@ -1,0 +1,318 @@
+"""Message encodings of the broker's internal protocol (pure, tested on bytes).
+
+Request and response *headers* travel in the frame's ``extFields`` (see
+``broker.protocol``). Message *bodies* travel in the frame body:
+
+SEND_MESSAGE (10) / SEND_MESSAGE_V2 (310)
+    frame body = the message body, unchanged. Tags, keys and user properties
+    are in the ``properties`` header (``i`` in V2), RocketMQ's string form:
+    ``name\\x01value\\x02name\\x01value\\x02``; tags under ``TAGS``, keys under
+    ``KEYS`` separated by spaces.
+
+SEND_BATCH_MESSAGE (320): the frame body is a sequence of, big-endian,
+    RocketMQ's batch layout::
+
+        totalSize(4) magicCode(4) bodyCRC(4) flag(4) bodyLen(4) body
+        propertiesLen(2) properties
+
+    ``totalSize`` counts the whole entry including itself; ``bodyCRC`` is the
+    zlib CRC-32 of the body (0 means "not given"); ``magicCode`` is ignored.
+
+PULL_MESSAGE (11) response: the frame body is a sequence of, big-endian::
+
+        totalSize(4) magicCode(4)=0xDAA320A7 bodyCRC(4) queueId(4) flag(4)
+        queueOffset(8) commitlogOffset(8) sysFlag(4) bornTimestamp(8)
+        bornHostLen(1) bornHost storeTimestamp(8) storeHostLen(1) storeHost
+        reconsumeTimes(4) preparedTransactionOffset(8) bodyLen(4) body
+        topicLen(2) topic propertiesLen(2) properties
+        msgIdLen(1) msgId offsetMsgIdLen(1) offsetMsgId
+
+    strings are UTF-8; hosts are ``ip:port``; ``msgId`` is the producer's
+    unique key when it set one, else ``offsetMsgId``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from mqcluster.store.message import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    StoredMessage,
+)
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+BATCH_MAGIC = 0xAABBCCDD
+PULL_MAGIC = 0xDAA320A7
+MAX_PROPERTIES_SIZE = 32767
+
+_BATCH_HEAD = struct.Struct(">IIIII")
+_U8 = struct.Struct(">B")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_PULL_HEAD = struct.Struct(">IIIiiqqiq")
+_PULL_TAIL = struct.Struct(">iqI")
+_I64 = struct.Struct(">q")
+
+
+class CodecError(ValueError):
+    """A message body or properties string is malformed."""
+
+
+def encode_properties(props: dict[str, str]) -> str:
+    for name, value in props.items():
+        for ch in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
+            if ch in name or ch in value:
+                raise CodecError(f"property {name!r} contains a reserved separator")
+    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in props.items())
+
+
+def decode_properties(text: str | None) -> dict[str, str]:
+    props: dict[str, str] = {}
+    if not text:
+        return props
+    for item in text.split(PROPERTY_SEPARATOR):
+        if not item:
+            continue
+        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+        if not sep or not name:
+            raise CodecError(f"property entry {item!r} is not name\\x01value")
+        props[name] = value
+    return props
+
+
+@dataclass
+class WireMessage:
+    """A message as a producer sends it: body, tags, keys, user properties."""
+
+    body: bytes
+    tags: str | None = None
+    keys: list[str] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    flag: int = 0
+
+    def all_properties(self) -> dict[str, str]:
+        """User properties plus TAGS and KEYS, as the properties string carries them."""
+        props = dict(self.properties)
+        if self.tags:
+            props[PROPERTY_TAGS] = self.tags
+        if self.keys:
+            props[PROPERTY_KEYS] = KEY_SEPARATOR.join(self.keys)
+        return props
+
+    @classmethod
+    def from_properties(cls, body: bytes, props: dict[str, str], flag: int = 0) -> WireMessage:
+        props = dict(props)
+        tags = props.pop(PROPERTY_TAGS, None) or None
+        keys_text = props.pop(PROPERTY_KEYS, "")
+        keys = [k for k in keys_text.split(KEY_SEPARATOR) if k]
+        return cls(body=body, tags=tags, keys=keys, properties=props, flag=flag)
+
+
+def properties_bytes(props: dict[str, str]) -> bytes:
+    raw = encode_properties(props).encode("utf-8")
+    if len(raw) > MAX_PROPERTIES_SIZE:
+        raise CodecError(f"properties of {len(raw)} bytes exceed {MAX_PROPERTIES_SIZE}")
+    return raw
+
+
+def encode_batch(messages: list[WireMessage]) -> bytes:
+    out = bytearray()
+    for msg in messages:
+        props = properties_bytes(msg.all_properties())
+        total = _BATCH_HEAD.size + len(msg.body) + _U16.size + len(props)
+        crc = zlib.crc32(msg.body) & 0xFFFFFFFF
+        out += _BATCH_HEAD.pack(total, BATCH_MAGIC, crc, msg.flag & 0xFFFFFFFF, len(msg.body))
+        out += msg.body
+        out += _U16.pack(len(props))
+        out += props
+    return bytes(out)
+
+
+def decode_batch(data: bytes) -> list[WireMessage]:
+    messages: list[WireMessage] = []
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos < _BATCH_HEAD.size:
+            raise CodecError(f"truncated batch entry at byte {pos}")
+        total, _magic, crc, flag, body_len = _BATCH_HEAD.unpack_from(view, pos)
+        end = pos + total
+        if total < _BATCH_HEAD.size + _U16.size or end > len(view):
+            raise CodecError(f"batch entry at byte {pos} has bad totalSize {total}")
+        body_start = pos + _BATCH_HEAD.size
+        props_at = body_start + body_len
+        if props_at + _U16.size > end:
+            raise CodecError(f"batch entry at byte {pos} has bad bodyLen {body_len}")
+        body = bytes(view[body_start:props_at])
+        if crc and zlib.crc32(body) & 0xFFFFFFFF != crc:
+            raise CodecError(f"batch entry at byte {pos}: body CRC mismatch")
+        (props_len,) = _U16.unpack_from(view, props_at)
+        if props_at + _U16.size + props_len != end:
+            raise CodecError(f"batch entry at byte {pos} has bad propertiesLen {props_len}")
+        props_raw = bytes(view[props_at + _U16.size : end])
+        try:
+            props = decode_properties(props_raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CodecError(f"batch entry at byte {pos}: properties not UTF-8") from exc
+        messages.append(WireMessage.from_properties(body, props, flag))
+        pos = end
+    if not messages:
+        raise CodecError("empty batch")
+    return messages
+
+
+# ------------------------------------------------------------------ pull
+
+
+@dataclass
+class PulledMessage:
+    """A message as a consumer receives it."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commitlog_offset: int
+    body: bytes
+    tags: str | None
+    keys: list[str]
+    properties: dict[str, str]
+    msg_id: str
+    offset_msg_id: str
+    born_timestamp: int
+    store_timestamp: int
+    born_host: str = ""
+    store_host: str = ""
+    flag: int = 0
+    sys_flag: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    body_crc: int = 0
+
+
+def _short_str(text: str, width: struct.Struct) -> bytes:
+    raw = text.encode("utf-8")
+    limit = (1 << (8 * width.size)) - 1
+    if len(raw) > limit:
+        raise CodecError(f"string of {len(raw)} bytes exceeds {limit}")
+    return width.pack(len(raw)) + raw
+
+
+def stored_properties(msg: StoredMessage) -> dict[str, str]:
+    props = dict(msg.properties)
+    if msg.tags:
+        props[PROPERTY_TAGS] = msg.tags
+    if msg.keys:
+        props[PROPERTY_KEYS] = KEY_SEPARATOR.join(msg.keys)
+    return props
+
+
+def encode_pulled(messages: list[StoredMessage]) -> bytes:
+    out = bytearray()
+    for m in messages:
+        crc = m.body_crc or zlib.crc32(m.body) & 0xFFFFFFFF
+        head = _PULL_HEAD.pack(
+            0,
+            PULL_MAGIC,
+            crc,
+            m.queue_id,
+            m.flag,
+            m.queue_offset,
+            m.commitlog_offset,
+            m.sys_flag,
+            m.born_timestamp,
+        )
+        props = properties_bytes(stored_properties(m))
+        entry = b"".join(
+            [
+                head,
+                _short_str(m.born_host, _U8),
+                _I64.pack(m.store_timestamp),
+                _short_str(m.store_host, _U8),
+                _PULL_TAIL.pack(m.reconsume_times, m.prepared_transaction_offset, len(m.body)),
+                m.body,
+                _short_str(m.topic, _U16),
+                _U16.pack(len(props)),
+                props,
+                _short_str(m.msg_id, _U8),
+                _short_str(m.offset_msg_id, _U8),
+            ]
+        )
+        out += _U32.pack(len(entry)) + entry[4:]
+    return bytes(out)
+
+
+class _Reader:
+    def __init__(self, data: memoryview, pos: int, end: int) -> None:
+        self.data, self.pos, self.end = data, pos, end
+
+    def take(self, n: int) -> memoryview:
+        if self.pos + n > self.end:
+            raise CodecError(f"pulled message truncated at byte {self.pos}")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def unpack(self, st: struct.Struct) -> tuple[int, ...]:
+        return st.unpack(self.take(st.size))
+
+    def string(self, width: struct.Struct) -> str:
+        (n,) = self.unpack(width)
+        try:
+            return bytes(self.take(n)).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CodecError(f"string at byte {self.pos} is not UTF-8") from exc
+
+
+def decode_pulled(data: bytes) -> list[PulledMessage]:
+    view = memoryview(data)
+    out: list[PulledMessage] = []
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos < 4:
+            raise CodecError(f"truncated pulled message at byte {pos}")
+        (total,) = _U32.unpack_from(view, pos)
+        if total < _PULL_HEAD.size or pos + total > len(view):
+            raise CodecError(f"pulled message at byte {pos} has bad totalSize {total}")
+        r = _Reader(view, pos, pos + total)
+        (_, magic, crc, qid, flag, qoff, coff, sysflag, born_ts) = r.unpack(_PULL_HEAD)
+        if magic != PULL_MAGIC:
+            raise CodecError(f"pulled message at byte {pos} has bad magic {magic:#x}")
+        born_host = r.string(_U8)
+        (store_ts,) = r.unpack(_I64)
+        store_host = r.string(_U8)
+        reconsume, prepared, body_len = r.unpack(_PULL_TAIL)
+        body = bytes(r.take(body_len))
+        topic = r.string(_U16)
+        wire = WireMessage.from_properties(body, decode_properties(r.string(_U16)), flag)
+        msg_id = r.string(_U8)
+        offset_msg_id = r.string(_U8)
+        out.append(
+            PulledMessage(
+                topic=topic,
+                queue_id=qid,
+                queue_offset=qoff,
+                commitlog_offset=coff,
+                body=body,
+                tags=wire.tags,
+                keys=wire.keys,
+                properties=wire.properties,
+                msg_id=msg_id,
+                offset_msg_id=offset_msg_id,
+                born_timestamp=born_ts,
+                store_timestamp=store_ts,
+                born_host=born_host,
+                store_host=store_host,
+                flag=flag,
+                sys_flag=sysflag,
+                reconsume_times=reconsume,
+                prepared_transaction_offset=prepared,
+                body_crc=crc,
+            )
+        )
+        pos += total
+    return out

@@ -1,0 +1,138 @@
+"""Stores producers' messages: checks, queue choice, store put, metrics.
+
+Used by the internal protocol's send handlers; the outcome carries the
+RocketMQ response code so any front end can answer with it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.protocol import BrokerResponseCode
+from mqcluster.broker.remoting_codec import WireMessage
+from mqcluster.broker.topic_service import TopicRejection, TopicService
+from mqcluster.store.message import MessageRecord, PutResult, PutStatus
+
+PUT_STATUS_CODES: dict[PutStatus, int] = {
+    PutStatus.PUT_OK: BrokerResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: BrokerResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT: BrokerResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE: BrokerResponseCode.SLAVE_NOT_AVAILABLE,
+    PutStatus.SERVICE_NOT_AVAILABLE: BrokerResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.CREATE_MAPPED_FILE_FAILED: BrokerResponseCode.SYSTEM_ERROR,
+    PutStatus.MESSAGE_ILLEGAL: BrokerResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: BrokerResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.OS_PAGE_CACHE_BUSY: BrokerResponseCode.SYSTEM_BUSY,
+    PutStatus.UNKNOWN_ERROR: BrokerResponseCode.SYSTEM_ERROR,
+}
+
+
+@dataclass
+class SendRequest:
+    topic: str
+    messages: Sequence[WireMessage]
+    queue_id: int = -1
+    producer_group: str = ""
+    born_host: str = ""
+    born_timestamp: int = 0
+    sys_flag: int = 0
+    reconsume_times: int = 0
+    default_queue_nums: int | None = None
+
+
+@dataclass
+class SendOutcome:
+    code: int
+    remark: str | None = None
+    queue_id: int = -1
+    results: list[PutResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.code == BrokerResponseCode.SUCCESS
+
+
+def _reject(code: int, remark: str) -> SendOutcome:
+    return SendOutcome(code=code, remark=remark)
+
+
+class SendService:
+    def __init__(
+        self, ctx: BrokerContext, topics: TopicService, rng: random.Random | None = None
+    ) -> None:
+        self.ctx = ctx
+        self.topics = topics
+        self._random = rng or random.Random()
+
+    def _check_sizes(self, messages: Sequence[WireMessage]) -> str | None:
+        """Body limits; the store checks the properties' size (PROPERTIES_SIZE_EXCEEDED)."""
+        limit = self.ctx.config.maxMessageSize
+        total = 0
+        for i, msg in enumerate(messages):
+            if not msg.body:
+                return f"message {i} has an empty body"
+            if len(msg.body) > limit:
+                return f"message body of {len(msg.body)} bytes exceeds maxMessageSize {limit}"
+            total += len(msg.body)
+        if len(messages) > 1 and total > limit:
+            return f"batch body of {total} bytes exceeds maxMessageSize {limit}"
+        return None
+
+    async def send(self, req: SendRequest) -> SendOutcome:
+        if not req.messages:
+            return _reject(BrokerResponseCode.MESSAGE_ILLEGAL, "no message to send")
+        problem = self._check_sizes(req.messages)
+        if problem is not None:
+            self.ctx.metrics.record_put_error("MESSAGE_ILLEGAL")
+            return _reject(BrokerResponseCode.MESSAGE_ILLEGAL, problem)
+        topic = self.topics.for_write(req.topic, req.default_queue_nums)
+        if isinstance(topic, TopicRejection):
+            self.ctx.metrics.record_put_error(BrokerResponseCode(topic.code).name)
+            return _reject(topic.code, topic.remark)
+        queue_id = req.queue_id
+        if queue_id < 0:
+            queue_id = self._random.randrange(topic.writeQueueNums)
+        elif queue_id >= topic.writeQueueNums:
+            return _reject(
+                BrokerResponseCode.SYSTEM_ERROR,
+                f"queueId {queue_id} is illegal: topic {req.topic!r} has "
+                f"{topic.writeQueueNums} write queues",
+            )
+        records = [self._record(req, queue_id, m) for m in req.messages]
+        started = time.perf_counter()
+        if len(records) == 1:
+            results = [await self.ctx.store.put_message(records[0])]
+        else:
+            results = await self.ctx.store.put_messages(records)
+        if results and results[-1].status.stored and self.ctx.store.confirm_offset is None:
+            await self.ctx.store.wait_dispatched(results[-1].next_commitlog_offset)
+        elapsed = time.perf_counter() - started
+        status = results[0].status if results else PutStatus.UNKNOWN_ERROR
+        code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
+        if status.stored:
+            nbytes = sum(len(m.body) for m in req.messages)
+            self.ctx.metrics.record_put(req.topic, len(records), nbytes, elapsed)
+        if code != BrokerResponseCode.SUCCESS:
+            self.ctx.metrics.record_put_error(status.value)
+            remark = results[0].remark if results else ""
+            return SendOutcome(code, remark or f"store answered {status.value}", queue_id, results)
+        return SendOutcome(code, None, queue_id, results)
+
+    def _record(self, req: SendRequest, queue_id: int, msg: WireMessage) -> MessageRecord:
+        return MessageRecord(
+            topic=req.topic,
+            queue_id=queue_id,
+            body=msg.body,
+            tags=msg.tags,
+            keys=list(msg.keys),
+            properties=dict(msg.properties),
+            born_timestamp=req.born_timestamp or int(time.time() * 1000),
+            born_host=req.born_host,
+            flag=msg.flag,
+            sys_flag=req.sys_flag,
+            reconsume_times=req.reconsume_times,
+        )

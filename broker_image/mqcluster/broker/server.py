@@ -1,0 +1,126 @@
+"""One broker process: store, internal RPC, HTTP metrics, gRPC endpoint, registration.
+
+``start`` brings the parts up in dependency order; ``stop`` takes them down in
+reverse: unregister first (clients stop being routed here), then stop taking
+requests, then flush and close the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import Any, Protocol
+
+from mqcluster.broker.config import BrokerConfig
+from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.handlers import build_registry
+from mqcluster.broker.http_server import HttpEndpoint
+from mqcluster.broker.long_poll import ArrivalNotifier
+from mqcluster.broker.registration import start_registrar
+from mqcluster.broker.store_factory import create_store
+from mqcluster.namesrv.client import BrokerRegistrar
+from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
+from mqcluster.wire.rpc import RpcServer
+
+log = logging.getLogger(__name__)
+
+FRAME_OVERHEAD = 64 * 1024
+
+
+class Stoppable(Protocol):
+    def stop(self) -> Any: ...
+
+
+async def _start_grpc(ctx: BrokerContext, host: str, port: int) -> Stoppable | None:
+    try:
+        from mqcluster.broker.grpc import start_grpc_server
+    except ImportError as exc:
+        log.warning("gRPC endpoint not available in this build: %s", exc)
+        return None
+    endpoint: Stoppable = await start_grpc_server(ctx, host, port)
+    return endpoint
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.ctx: BrokerContext | None = None
+        self.arrivals = ArrivalNotifier()
+        self.rpc: RpcServer | None = None
+        self.http: HttpEndpoint | None = None
+        self.grpc: Stoppable | None = None
+        self.registrar: BrokerRegistrar | None = None
+        self._store_closed = False
+
+    @property
+    def context(self) -> BrokerContext:
+        if self.ctx is None:
+            raise RuntimeError("broker not started")
+        return self.ctx
+
+    async def start(self) -> None:
+        cfg = self.config
+        store = create_store(cfg)
+        await store.start()
+        ctx = self.ctx = BrokerContext.create(cfg, store)
+        store.add_arrival_listener(self.arrivals.notify)
+        registry = build_registry(ctx, self.arrivals)
+        gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
+        registry.on_connection_closed.append(lambda _conn: gauge.dec())
+        self.rpc = _CountingRpcServer(
+            cfg.bindAddress,
+            cfg.listenPort,
+            registry,
+            max_frame_size=max(DEFAULT_MAX_FRAME_SIZE, cfg.maxMessageSize * 2 + FRAME_OVERHEAD),
+            on_accept=gauge.inc,
+        )
+        await self.rpc.start()
+        if cfg.metrics_enabled:
+            host = cfg.metricsPromExporterHost or cfg.bindAddress
+            self.http = HttpEndpoint(ctx, host, cfg.metricsPromExporterPort)
+            await self.http.start()
+        if cfg.enableProxy:
+            self.grpc = await _start_grpc(ctx, cfg.bindAddress, cfg.grpcServerPort)
+            if self.grpc is None:
+                ctx.addresses.grpc = None
+        self.registrar = start_registrar(ctx)
+        ctx.serving = True
+
+    async def stop(self) -> None:
+        if self.ctx is not None:
+            self.ctx.serving = False
+        if self.registrar is not None:
+            try:
+                await self.registrar.stop()
+            except Exception as exc:
+                log.warning("unregister from name servers failed: %s", exc)
+            await self.registrar.client.close()
+            self.registrar = None
+        if self.grpc is not None:
+            result = self.grpc.stop()
+            if inspect.isawaitable(result):
+                await result
+            self.grpc = None
+        self.arrivals.wake_all()
+        if self.rpc is not None:
+            await self.rpc.stop()
+            self.rpc = None
+        if self.http is not None:
+            await self.http.stop()
+            self.http = None
+        if self.ctx is not None and not self._store_closed:
+            self._store_closed = True
+            await self.ctx.store.shutdown()
+
+
+class _CountingRpcServer(RpcServer):
+    """RpcServer that reports each accepted connection (for the connections gauge)."""
+
+    def __init__(self, *args: Any, on_accept: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_accept = on_accept
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._on_accept()
+        await super()._accept(reader, writer)

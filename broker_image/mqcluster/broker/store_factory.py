@@ -1,0 +1,30 @@
+"""Builds the store's configuration from the broker's and opens the store."""
+
+from __future__ import annotations
+
+from mqcluster.broker.config import BrokerConfig
+from mqcluster.store import FlushDiskType, MessageStore, StoreConfig
+
+
+def store_config(cfg: BrokerConfig) -> StoreConfig:
+    return StoreConfig(
+        storePathRootDir=cfg.storePathRootDir,
+        storePathCommitLog=str(cfg.commitlog_dir),
+        storePathEpochFile=str(cfg.epoch_file),
+        mappedFileSizeCommitLog=cfg.mappedFileSizeCommitLog,
+        mappedFileSizeConsumeQueue=cfg.mappedFileSizeConsumeQueue,
+        flushDiskType=FlushDiskType(cfg.flushDiskType.value),
+        flushIntervalCommitLog=cfg.flushIntervalCommitLog,
+        flushIntervalConsumeQueue=cfg.flushIntervalConsumeQueue,
+        syncFlushTimeout=cfg.syncFlushTimeout,
+        maxMessageSize=cfg.maxMessageSize,
+        fileReservedTime=cfg.fileReservedTime,
+        deleteWhen=cfg.deleteWhen,
+        diskMaxUsedSpaceRatio=cfg.diskMaxUsedSpaceRatio,
+        brokerName=cfg.brokerName,
+        storeHost=cfg.broker_addr,
+    )
+
+
+def create_store(cfg: BrokerConfig) -> MessageStore:
+    return MessageStore(store_config(cfg))

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from mqcluster.broker.remoting_codec import (
+    CodecError,
+    WireMessage,
+    decode_batch,
+    decode_properties,
+    decode_pulled,
+    encode_batch,
+    encode_properties,
+    encode_pulled,
+)
+from mqcluster.store.message import StoredMessage
+
+
+def test_properties_round_trip() -> None:
+    props = {"TAGS": "TagA", "KEYS": "k1 k2", "a": "", "ü": "日本"}
+    text = encode_properties(props)
+    assert text == "TAGS\x01TagA\x02KEYS\x01k1 k2\x02a\x01\x02ü\x01日本\x02"
+    assert decode_properties(text) == props
+
+
+def test_properties_reject_separators() -> None:
+    with pytest.raises(CodecError):
+        encode_properties({"a": "x\x02y"})
+    with pytest.raises(CodecError):
+        decode_properties("novalue\x02")
+
+
+def test_batch_round_trip() -> None:
+    msgs = [
+        WireMessage(b"hello", tags="A", keys=["k1", "k2"], properties={"p": "1"}, flag=3),
+        WireMessage(b"\x00" * 1000),
+    ]
+    out = decode_batch(encode_batch(msgs))
+    assert out == msgs
+
+
+def test_batch_layout_is_rocketmq_batch_format() -> None:
+    raw = encode_batch([WireMessage(b"ab", tags="T")])
+    total, _magic, _crc, flag, body_len = struct.unpack_from(">IIIII", raw)
+    assert total == len(raw) and flag == 0 and body_len == 2
+    assert raw[20:22] == b"ab"
+    (plen,) = struct.unpack_from(">H", raw, 22)
+    assert raw[24:] == b"TAGS\x01T\x02" and plen == 7
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x00\x00\x05",
+        struct.pack(">IIIII", 100, 0, 0, 0, 1) + b"x",
+        struct.pack(">IIIII", 27, 0, 0, 0, 50) + b"x" * 7,
+        struct.pack(">IIIII", 23, 0, 1234, 0, 1) + b"x" + b"\x00\x00",
+    ],
+)
+def test_malformed_batches_raise(data: bytes) -> None:
+    with pytest.raises(CodecError):
+        decode_batch(data)
+
+
+def _stored(i: int) -> StoredMessage:
+    return StoredMessage(
+        topic="T",
+        queue_id=1,
+        body=f"body-{i}".encode(),
+        tags="TagA",
+        keys=["k"],
+        properties={"UNIQ_KEY": f"U{i}", "x": "y"},
+        born_timestamp=1000 + i,
+        born_host="127.0.0.1:5000",
+        msg_id=f"U{i}",
+        queue_offset=i,
+        commitlog_offset=100 * i,
+        store_size=100,
+        store_timestamp=2000 + i,
+        store_host="127.0.0.2:10911",
+        offset_msg_id=f"OFF{i}",
+    )
+
+
+def test_pulled_round_trip() -> None:
+    msgs = [_stored(i) for i in range(3)]
+    out = decode_pulled(encode_pulled(msgs))
+    assert [m.body for m in out] == [m.body for m in msgs]
+    assert [m.queue_offset for m in out] == [0, 1, 2]
+    first = out[0]
+    assert first.tags == "TagA" and first.keys == ["k"]
+    assert first.properties == {"UNIQ_KEY": "U0", "x": "y"}
+    assert first.msg_id == "U0" and first.offset_msg_id == "OFF0"
+    assert first.store_host == "127.0.0.2:10911" and first.born_timestamp == 1000
+
+
+def test_pulled_truncation_detected() -> None:
+    raw = encode_pulled([_stored(1)])
+    with pytest.raises(CodecError):
+        decode_pulled(raw[:-3])
