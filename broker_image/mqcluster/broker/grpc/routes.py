@@ -1,0 +1,100 @@
+"""Topic routes for QueryRoute and QueryAssignment; the provider is pluggable.
+
+``LocalRouteProvider`` answers from this broker's own topic table (a single broker,
+or Local mode without a name server). A name-server-backed provider implements the
+same ``RouteProvider`` protocol and returns the queues of every broker of the topic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Protocol
+
+from mqcluster.broker.messaging.catalog import Catalog
+from mqcluster.broker.messaging.kinds import MessageKind, accepted_kinds
+from mqcluster.broker.messaging.service import ANY_QUEUE
+from mqcluster.store.topic_config import TopicConfig
+
+Address = tuple[str, int]
+
+
+class Permission(IntEnum):
+    """Numbered as ``apache.rocketmq.v2.Permission``."""
+
+    NONE = 1
+    READ = 2
+    WRITE = 3
+    READ_WRITE = 4
+
+
+@dataclass(frozen=True)
+class QueueRoute:
+    topic: str
+    queue_id: int
+    permission: Permission
+    broker_name: str
+    broker_id: int
+    endpoints: tuple[Address, ...]
+    accept: tuple[MessageKind, ...]
+
+
+class RouteProvider(Protocol):
+    async def route(self, topic: str, access_point: tuple[Address, ...]) -> list[QueueRoute]:
+        """Every queue of ``topic``; raises MessagingError(TOPIC_NOT_FOUND) if unknown."""
+        ...
+
+    async def assignment(self, topic: str, group: str,
+                         access_point: tuple[Address, ...]) -> list[QueueRoute]:
+        """The queues a push consumer of ``group`` should receive from."""
+        ...
+
+
+def parse_address(text: str) -> Address:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def queue_permission(config: TopicConfig, queue_id: int) -> Permission:
+    readable = config.readable and queue_id < config.readQueueNums
+    writable = config.writable and queue_id < config.writeQueueNums
+    if readable and writable:
+        return Permission.READ_WRITE
+    if readable:
+        return Permission.READ
+    if writable:
+        return Permission.WRITE
+    return Permission.NONE
+
+
+class LocalRouteProvider:
+    def __init__(self, catalog: Catalog, broker_name: str, broker_id: int = 0,
+                 advertised: Address | None = None) -> None:
+        self._catalog = catalog
+        self._broker_name = broker_name
+        self._broker_id = broker_id
+        self._advertised = advertised
+
+    def _routes(self, config: TopicConfig, access_point: tuple[Address, ...]) -> list[QueueRoute]:
+        endpoints = (self._advertised,) if self._advertised else access_point
+        accept = accepted_kinds(config)
+        return [
+            QueueRoute(config.topicName, q, queue_permission(config, q), self._broker_name,
+                       self._broker_id, endpoints, accept)
+            for q in range(max(config.readQueueNums, config.writeQueueNums))
+        ]
+
+    async def route(self, topic: str, access_point: tuple[Address, ...]) -> list[QueueRoute]:
+        return self._routes(self._catalog.topic(topic), access_point)
+
+    async def assignment(self, topic: str, group: str,
+                         access_point: tuple[Address, ...]) -> list[QueueRoute]:
+        """One assignment for this broker with queue id -1: receive from all its queues."""
+        config = self._catalog.topic(topic, create=False)
+        if not (config.readable and config.readQueueNums > 0):
+            return []
+        endpoints = (self._advertised,) if self._advertised else access_point
+        perm = Permission.READ_WRITE if config.writable else Permission.READ
+        return [QueueRoute(topic, ANY_QUEUE, perm, self._broker_name, self._broker_id,
+                           endpoints, accepted_kinds(config))]
+

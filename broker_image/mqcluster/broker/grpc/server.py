@@ -1,0 +1,191 @@
+"""The grpc.aio server: request parsing, error-to-status mapping, start and stop.
+
+Requests are parsed here rather than by grpc, so a truncated or corrupted payload
+gets a response with Status BAD_REQUEST (and the server keeps serving) instead of a
+bare transport error; a MessagingError becomes the response status; anything else
+is logged and answered with INTERNAL_SERVER_ERROR.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar, cast
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+from rocketmq.grpc_protocol import service_pb2 as spb
+
+from mqcluster.broker.grpc import convert
+from mqcluster.broker.grpc.host import MessagingHost
+from mqcluster.broker.grpc.observe import TrafficObserver
+from mqcluster.broker.grpc.routes import LocalRouteProvider, RouteProvider, parse_address
+from mqcluster.broker.grpc.servicer import CallInfo, MessagingServicer
+from mqcluster.broker.grpc.telemetry import TelemetrySession
+from mqcluster.broker.messaging.clock import Clock
+from mqcluster.broker.messaging.config import MessagingConfig
+from mqcluster.broker.messaging.errors import Code, MessagingError
+from mqcluster.broker.messaging.service import MessagingService
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = "apache.rocketmq.v2.MessagingService"
+CLIENT_ID_HEADER = "x-mq-client-id"
+NAMESPACE_HEADER = "x-mq-namespace"
+
+Req = TypeVar("Req", bound=Message)
+Resp = TypeVar("Resp", bound=Message)
+Context: TypeAlias = Any
+
+
+def call_info(context: Context) -> CallInfo:
+    md = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+    return CallInfo(md.get(CLIENT_ID_HEADER, ""), md.get(NAMESPACE_HEADER, ""),
+                    context.time_remaining())
+
+
+def _parse(req_type: type[Req], raw: bytes) -> Req:
+    try:
+        return cast(Req, req_type.FromString(raw))
+    except DecodeError as exc:
+        raise MessagingError(
+            Code.BAD_REQUEST, f"malformed {req_type.DESCRIPTOR.name}: {exc}") from exc
+
+
+def _failure(exc: BaseException, method: str) -> MessagingError:
+    if isinstance(exc, MessagingError):
+        return exc
+    log.exception("%s failed", method)
+    return MessagingError(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def unary(req_type: type[Req], resp_type: type[Resp],
+          fn: Callable[[Req, CallInfo], Awaitable[Resp]]) -> grpc.RpcMethodHandler:
+    method = req_type.DESCRIPTOR.name
+
+    async def handle(raw: bytes, context: Context) -> Resp:
+        try:
+            return await fn(_parse(req_type, raw), call_info(context))
+        except Exception as exc:
+            return cast(Resp, resp_type(status=convert.error_status(_failure(exc, method))))
+
+    return grpc.unary_unary_rpc_method_handler(
+        handle, response_serializer=resp_type.SerializeToString)
+
+
+def server_stream(req_type: type[Req], resp_type: type[Resp],
+                  fn: Callable[[Req, CallInfo], AsyncIterator[Resp]]) -> grpc.RpcMethodHandler:
+    method = req_type.DESCRIPTOR.name
+
+    async def handle(raw: bytes, context: Context) -> AsyncIterator[Resp]:
+        try:
+            async for item in fn(_parse(req_type, raw), call_info(context)):
+                yield item
+        except Exception as exc:
+            yield resp_type(status=convert.error_status(_failure(exc, method)))
+
+    return grpc.unary_stream_rpc_method_handler(
+        handle, response_serializer=resp_type.SerializeToString)
+
+
+def build_handler(servicer: MessagingServicer) -> grpc.GenericRpcHandler:
+    s = servicer
+
+    async def telemetry(frames: AsyncIterator[bytes], context: Context) -> AsyncIterator[Any]:
+        async for cmd in TelemetrySession(s.service, call_info(context).client_id).run(frames):
+            yield cmd
+
+    handlers = {
+        "QueryRoute": unary(spb.QueryRouteRequest, spb.QueryRouteResponse, s.query_route),
+        "Heartbeat": unary(spb.HeartbeatRequest, spb.HeartbeatResponse, s.heartbeat),
+        "SendMessage": unary(spb.SendMessageRequest, spb.SendMessageResponse, s.send_message),
+        "QueryAssignment": unary(spb.QueryAssignmentRequest, spb.QueryAssignmentResponse,
+                                 s.query_assignment),
+        "ReceiveMessage": server_stream(spb.ReceiveMessageRequest, spb.ReceiveMessageResponse,
+                                        s.receive_message),
+        "AckMessage": unary(spb.AckMessageRequest, spb.AckMessageResponse, s.ack_message),
+        "ForwardMessageToDeadLetterQueue": unary(
+            spb.ForwardMessageToDeadLetterQueueRequest,
+            spb.ForwardMessageToDeadLetterQueueResponse,
+            s.forward_message_to_dead_letter_queue),
+        "PullMessage": server_stream(spb.PullMessageRequest, spb.PullMessageResponse,
+                                     s.pull_message),
+        "UpdateOffset": unary(spb.UpdateOffsetRequest, spb.UpdateOffsetResponse, s.update_offset),
+        "GetOffset": unary(spb.GetOffsetRequest, spb.GetOffsetResponse, s.get_offset),
+        "QueryOffset": unary(spb.QueryOffsetRequest, spb.QueryOffsetResponse, s.query_offset),
+        "EndTransaction": unary(spb.EndTransactionRequest, spb.EndTransactionResponse,
+                                s.end_transaction),
+        "Telemetry": grpc.stream_stream_rpc_method_handler(
+            telemetry, response_serializer=spb.TelemetryCommand.SerializeToString),
+        "NotifyClientTermination": unary(spb.NotifyClientTerminationRequest,
+                                         spb.NotifyClientTerminationResponse,
+                                         s.notify_client_termination),
+        "ChangeInvisibleDuration": unary(spb.ChangeInvisibleDurationRequest,
+                                         spb.ChangeInvisibleDurationResponse,
+                                         s.change_invisible_duration),
+        "RecallMessage": unary(spb.RecallMessageRequest, spb.RecallMessageResponse,
+                               s.recall_message),
+        "SyncLiteSubscription": unary(spb.SyncLiteSubscriptionRequest,
+                                      spb.SyncLiteSubscriptionResponse,
+                                      s.sync_lite_subscription),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+
+@dataclass
+class GrpcEndpoint:
+    """A running endpoint; ``port`` is the bound port (useful when 0 was asked for)."""
+
+    server: grpc.aio.Server
+    service: MessagingService
+    servicer: MessagingServicer
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def stop(self, grace_s: float = 1.0) -> None:
+        await self.server.stop(grace_s)
+        await self.service.stop()
+
+
+def inbound_limit(config: MessagingConfig) -> int:
+    """Big enough that an oversized message reaches the handler and gets a clear status."""
+    return 4 * config.maxMessageSize + 1024 * 1024
+
+
+async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
+                            route_provider: RouteProvider | None = None,
+                            clock: Clock | None = None,
+                            config: MessagingConfig | None = None) -> GrpcEndpoint:
+    """Serve ``MessagingService`` for ``ctx.store`` on ``host:port`` (0 = any free port)."""
+    cfg = config or MessagingConfig.from_broker(
+        ctx.config, brokerName=ctx.broker_name, brokerClusterName=ctx.cluster_name,
+        brokerId=ctx.broker_id)
+    service = MessagingService(ctx.store, cfg, clock=clock, on_topic_created=ctx.topics_changed)
+    await service.start()
+    try:
+        limit = inbound_limit(cfg)
+        server = grpc.aio.server(options=[
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", limit),
+            ("grpc.so_reuseport", 0),
+        ])
+        advertised = ctx.addresses.grpc
+        routes = route_provider or LocalRouteProvider(
+            service.catalog, cfg.brokerName, cfg.brokerId,
+            parse_address(advertised) if advertised else None)
+        servicer = MessagingServicer(service, routes, TrafficObserver(ctx.metrics))
+        server.add_generic_rpc_handlers((build_handler(servicer),))
+        bound = server.add_insecure_port(f"{host}:{port}")
+        if bound == 0:
+            raise OSError(f"cannot bind the gRPC endpoint to {host}:{port}")
+        await server.start()
+    except BaseException:
+        await service.stop()
+        raise
+    log.info("gRPC MessagingService listening on %s:%d", host, bound)
+    return GrpcEndpoint(server, service, servicer, host, bound)

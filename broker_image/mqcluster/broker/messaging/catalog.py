@@ -1,0 +1,61 @@
+"""Topic and subscription-group lookups, with RocketMQ's auto-creation rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mqcluster.broker.messaging.config import MessagingConfig
+from mqcluster.broker.messaging.errors import Code, MessagingError
+from mqcluster.broker.messaging.naming import check_group, is_system_topic
+from mqcluster.broker.messaging.store_port import MessageLog
+from mqcluster.store.subscription_group import SubscriptionGroupConfig
+from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
+
+
+class Catalog:
+    def __init__(self, log: MessageLog, config: MessagingConfig,
+                 on_topic_created: Callable[[], None] | None = None) -> None:
+        self._log = log
+        self._config = config
+        self._on_topic_created = on_topic_created
+
+    def topic(self, name: str, *, create: bool = True) -> TopicConfig:
+        """The topic's config; created with the default queue count when allowed."""
+        found = self._log.topics.get(name)
+        if found is not None:
+            return found
+        if not (create and self._config.autoCreateTopicEnable) or is_system_topic(name):
+            raise MessagingError(Code.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
+        n = self._config.defaultTopicQueueNums
+        created = self._log.topics.create_if_absent(name, n, PERM_READ | PERM_WRITE)
+        if self._on_topic_created is not None:
+            self._on_topic_created()
+        return created
+
+    def system_topic(self, name: str, queue_nums: int = 1) -> TopicConfig:
+        """Retry, dead-letter, schedule and transaction topics always exist on demand."""
+        found = self._log.topics.get(name)
+        if found is not None:
+            return found
+        created = self._log.topics.create_if_absent(name, queue_nums, PERM_READ | PERM_WRITE)
+        if self._on_topic_created is not None:
+            self._on_topic_created()
+        return created
+
+    def group(self, name: str) -> SubscriptionGroupConfig:
+        check_group(name)
+        found = self._log.subscriptions.get(name)
+        if found is not None:
+            if not found.consumeEnable:
+                raise MessagingError(
+                    Code.FORBIDDEN, f"consumer group {name!r} is not allowed to consume"
+                )
+            return found
+        if not self._config.autoCreateSubscriptionGroup:
+            raise MessagingError(
+                Code.CONSUMER_GROUP_NOT_FOUND, f"consumer group {name!r} does not exist"
+            )
+        return self._log.subscriptions.create_if_absent(name)
+
+    def known_group(self, name: str) -> SubscriptionGroupConfig | None:
+        return self._log.subscriptions.get(name)
