@@ -1,0 +1,1 @@
+"""mqadmin: the admin command line."""

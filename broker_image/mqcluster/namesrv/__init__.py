@@ -1,0 +1,1 @@
+"""Name server: stateless routing for brokers and clients (RocketMQ's NameServer)."""

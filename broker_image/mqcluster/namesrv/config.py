@@ -1,0 +1,44 @@
+"""Name server configuration: RocketMQ's NamesrvConfig and NettyServerConfig keys."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from mqcluster.common.config import RocketConfig
+from mqcluster.namesrv.protocol import DEFAULT_NAMESRV_PORT
+from mqcluster.namesrv.route_info import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
+
+CONTROLLER_KEYS = frozenset(
+    {
+        "controllerDLegerGroup",
+        "controllerDLegerPeers",
+        "controllerDLegerSelfId",
+        "controllerStorePath",
+        "controllerType",
+        "enableElectUncleanMaster",
+        "notifyBrokerRoleChanged",
+        "scanNotActiveBrokerInterval",
+        "scanInactiveMasterInterval",
+        "electMasterMaxRetryCount",
+        "controllerThreadPoolNums",
+        "controllerRequestThreadPoolQueueCapacity",
+        "mappedFileSize",
+        "isProcessReadEvent",
+    }
+)
+"""Keys of the embedded controller, read from the same file (see the controller's config)."""
+
+
+class NamesrvConfig(RocketConfig):
+    listenPort: int = Field(default=DEFAULT_NAMESRV_PORT, ge=0, le=65535)
+    bindAddress: str = "0.0.0.0"
+    rocketmqHome: str = ""
+    brokerChannelExpiredTime: int = Field(default=DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS, gt=0)
+    """Milliseconds without a registration or heartbeat before a broker is dropped."""
+    scanNotActiveBrokerInterval: int = Field(default=5000, gt=0)
+    """Milliseconds between scans for expired brokers."""
+    supportActingMaster: bool = False
+    deleteTopicWithBrokerRegistration: bool = False
+    orderMessageEnable: bool = False
+    clusterTest: bool = False
+    enableControllerInNamesrv: bool = False
