@@ -1,0 +1,134 @@
+"""Store alone, 1 KiB messages: batched ASYNC_FLUSH puts and 64 concurrent SYNC_FLUSH producers.
+
+The disk's raw sequential-write rate and fsync rate are measured first, in the same
+directory, and are the limits the store's rates are compared to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from bench import Row
+from mqcluster.store import FlushDiskType, MessageRecord, MessageStore, PutStatus, StoreConfig
+
+NAME = "store"
+MSG_SIZE = 1024
+PHASE_SECONDS = 1.5
+BATCH = 32
+SYNC_PRODUCERS = 64
+SEGMENT = 64 * 1024 * 1024
+
+
+def raw_sequential_mib_s(directory: Path, total_mib: int = 32) -> float:
+    path = directory / "seq-probe"
+    chunk = os.urandom(1024 * 1024)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        started = time.perf_counter()
+        for _ in range(total_mib):
+            os.write(fd, chunk)
+        os.fsync(fd)
+        return total_mib / (time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        path.unlink()
+
+
+def raw_fsyncs_per_s(directory: Path, seconds: float = 1.0) -> float:
+    path = directory / "fsync-probe"
+    block = os.urandom(4096)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        n, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            os.write(fd, block)
+            os.fsync(fd)
+            n += 1
+        return n / (time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        path.unlink()
+
+
+def _record(i: int) -> MessageRecord:
+    return MessageRecord("BenchTopic", i % 8, b"m" * MSG_SIZE, tags="bench", keys=[str(i)],
+                         born_timestamp=i)
+
+
+async def _async_batched(root: Path) -> tuple[float, int]:
+    store = MessageStore(StoreConfig(storePathRootDir=str(root), mappedFileSizeCommitLog=SEGMENT,
+                                     flushDiskType=FlushDiskType.ASYNC_FLUSH))
+    await store.start()
+    n, started = 0, time.perf_counter()
+    try:
+        while time.perf_counter() - started < PHASE_SECONDS:
+            results = await store.put_messages([_record(n + j) for j in range(BATCH)])
+            n += sum(r.status is PutStatus.PUT_OK for r in results)
+        elapsed = time.perf_counter() - started
+        size = results[-1].store_size
+    finally:
+        await store.shutdown()
+    return n / elapsed, size
+
+
+async def _sync_concurrent(root: Path) -> tuple[float, float]:
+    fsyncs = 0
+
+    def counting_fsync(fd: int) -> None:
+        nonlocal fsyncs
+        fsyncs += 1
+        os.fsync(fd)
+
+    store = MessageStore(StoreConfig(storePathRootDir=str(root), mappedFileSizeCommitLog=SEGMENT,
+                                     flushDiskType=FlushDiskType.SYNC_FLUSH,
+                                     flushIntervalConsumeQueue=3_600_000),
+                         fsync=counting_fsync)
+    await store.start()
+    count = 0
+    deadline = time.perf_counter() + PHASE_SECONDS
+
+    async def producer(worker: int) -> None:
+        nonlocal count
+        i = worker
+        while time.perf_counter() < deadline:
+            if (await store.put_message(_record(i))).status is PutStatus.PUT_OK:
+                count += 1
+            i += SYNC_PRODUCERS
+
+    fsyncs_before = fsyncs
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(producer(w) for w in range(SYNC_PRODUCERS)))
+        elapsed = time.perf_counter() - started
+        used = fsyncs - fsyncs_before
+    finally:
+        await store.shutdown()
+    return count / elapsed, count / max(1, used)
+
+
+def run() -> list[Row]:
+    root = Path(tempfile.mkdtemp(prefix="store-bench-"))
+    try:
+        seq = raw_sequential_mib_s(root)
+        fsync_rate = raw_fsyncs_per_s(root)
+        async_rate, record_size = asyncio.run(_async_batched(root / "async"))
+        sync_rate, per_fsync = asyncio.run(_sync_concurrent(root / "sync"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    bandwidth_msgs = seq * 1024 * 1024 / record_size
+    return [
+        Row(NAME, "raw sequential write", seq, "MiB/s", note="32 MiB + fsync"),
+        Row(NAME, "raw fsync", fsync_rate, "fsync/s", note="4 KiB append + fsync"),
+        Row(NAME, f"put ASYNC_FLUSH batch={BATCH}", async_rate, "msg/s",
+            limit=bandwidth_msgs, note=f"1 KiB body, limit = raw MiB/s / {record_size} B"),
+        Row(NAME, f"put SYNC_FLUSH {SYNC_PRODUCERS} producers", sync_rate, "msg/s",
+            limit=min(bandwidth_msgs, fsync_rate * SYNC_PRODUCERS),
+            note="limit = min(bandwidth, fsync/s x producers)"),
+        Row(NAME, "SYNC_FLUSH messages per fsync", per_fsync, "msg",
+            limit=float(SYNC_PRODUCERS), note="group commit"),
+    ]

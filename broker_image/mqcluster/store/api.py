@@ -1,0 +1,440 @@
+"""``MessageStore``: the public interface of the store (commitlog, consume queues, metadata).
+
+Threading model: every method is called from the event loop thread that ran ``start()``
+(or from one thread only, for tools using ``open()``/``close()``). Appends run on that
+thread; fsyncs run in worker threads, and one commitlog fsync serves every producer
+waiting for it (group commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from mqcluster.store import codec
+from mqcluster.store.atomic import atomic_write, fsync_dir
+from mqcluster.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from mqcluster.store.commitlog import CommitLog, RecoveryReport
+from mqcluster.store.config import FlushDiskType, StoreConfig
+from mqcluster.store.consume_queue import CqEntry
+from mqcluster.store.consume_queue_store import ConsumeQueueStore
+from mqcluster.store.consumer_offset import ConsumerOffsetManager
+from mqcluster.store.dispatch_service import DispatchService
+from mqcluster.store.dispatcher import Dispatcher
+from mqcluster.store.filter import MessageFilter
+from mqcluster.store.flusher import GroupCommitFlusher
+from mqcluster.store.lockfile import StoreLock, StoreLockedError
+from mqcluster.store.message import (
+    GetResult,
+    MessageRecord,
+    PutResult,
+    PutStatus,
+    StoredMessage,
+)
+from mqcluster.store.reader import get_messages
+from mqcluster.store.recovery import recover
+from mqcluster.store.retention import CleanResult, Retention, disk_usage_ratio
+from mqcluster.store.subscription_group import SubscriptionGroupManager
+from mqcluster.store.topic_config import TopicConfigManager
+from mqcluster.store.validation import validate
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+FsyncFn = Callable[[int], None]
+DiskUsageFn = Callable[[str], float]
+ArrivalListener = Callable[[str, int, int], None]
+AppendListener = Callable[[int], None]
+
+__all__ = ["MessageStore", "StoreLockedError"]
+
+
+class MessageStore:
+    """Single-node message store, in the shape of RocketMQ's ``DefaultMessageStore``.
+
+    ``clock`` returns seconds (as ``time.time``); ``fsync`` is called with a file
+    descriptor for every commitlog and consume-queue fsync (tests count them);
+    ``disk_usage`` returns the used ratio (0.0-1.0) of the file system holding a path.
+    """
+
+    topics: TopicConfigManager
+    subscriptions: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        *,
+        clock: Clock = time.time,
+        fsync: FsyncFn = os.fsync,
+        disk_usage: DiskUsageFn | None = None,
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._fsync = fsync
+        self.topics = TopicConfigManager(config.config_dir, clock)
+        self.subscriptions = SubscriptionGroupManager(config.config_dir, clock)
+        self.offsets = ConsumerOffsetManager(config.config_dir)
+        self._commitlog = CommitLog(config.commitlog_dir, config.mappedFileSizeCommitLog, fsync)
+        self._queues = ConsumeQueueStore(config.consumequeue_dir,
+                                         config.mappedFileSizeConsumeQueue)
+        self._dispatcher = Dispatcher(self._commitlog, self._queues)
+        self._retention = Retention(config, self._commitlog, self._queues, clock,
+                                    disk_usage or disk_usage_ratio)
+        self._dispatch = DispatchService(self._dispatcher, self._dispatch_limit)
+        self._confirm_offset: int | None = None
+        self._append_listeners: list[AppendListener] = []
+        self._lock = StoreLock(config.lock_path)
+        self._opened = False
+        self._running = False
+        self.recovery: RecoveryReport | None = None
+        self._flush_pool: ThreadPoolExecutor | None = None
+        self._io_pool: ThreadPoolExecutor | None = None
+        self._flusher: GroupCommitFlusher | None = None
+        self._maintenance: asyncio.Lock | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # lifecycle
+    def open(self) -> None:
+        """Load config files, recover the commitlog and consume queues (synchronous)."""
+        if self._opened:
+            return
+        cfg = self.config
+        os.makedirs(cfg.storePathRootDir, exist_ok=True)
+        self._lock.acquire()
+        try:
+            self.topics.load()
+            self.subscriptions.load()
+            self.offsets.load()
+            abnormal = os.path.exists(cfg.abort_path)
+            self.recovery = recover(self._commitlog, self._queues, self._dispatcher,
+                                    load_checkpoint(cfg.checkpoint_path), cfg.checkCRCOnRecover)
+            if abnormal:
+                log.warning("store %s was not shut down cleanly; recovered: %s",
+                            cfg.storePathRootDir, self.recovery)
+            atomic_write(cfg.abort_path, b"")
+            self._write_checkpoint(self._dispatcher.offset,
+                                   self._dispatcher.last_store_timestamp,
+                                   self._commitlog.last_store_timestamp)
+        except BaseException:
+            self._commitlog.close()
+            self._queues.close()
+            self._lock.release()
+            raise
+        self._opened = True
+
+    def close(self) -> None:
+        """Flush everything, write the checkpoint, mark a clean shutdown (synchronous)."""
+        if not self._opened:
+            return
+        cl = self._commitlog
+        cl.fsync_range(cl.flushed_offset, cl.max_offset)
+        cl.flushed_offset = cl.max_offset
+        self._dispatcher.dispatch(self._dispatch_limit())
+        self._write_checkpoint(self._dispatcher.offset, self._dispatcher.last_store_timestamp,
+                               cl.last_store_timestamp)
+        self.offsets.persist()
+        cl.close()
+        self._queues.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.config.abort_path)
+        fsync_dir(self.config.storePathRootDir)
+        self._opened = False
+        self._lock.release()
+
+    async def start(self) -> None:
+        """``open()`` then run the flusher, dispatcher, checkpoint, offset and retention tasks."""
+        if self._running:
+            return
+        self.open()
+        cfg = self.config
+        self._flush_pool = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+        self._io_pool = ThreadPoolExecutor(1, thread_name_prefix="store-io")
+        self._flusher = GroupCommitFlusher(
+            self._commitlog, self._flush_pool, cfg.flushDiskType is FlushDiskType.SYNC_FLUSH,
+            cfg.flushIntervalCommitLog / 1000)
+        self._flusher.start()
+        self._maintenance = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            self._dispatch.start(),
+            loop.create_task(self._every(cfg.flushIntervalConsumeQueue, self.flush_queues),
+                             name="store-checkpoint"),
+            loop.create_task(self._every(cfg.flushConsumerOffsetInterval, self._persist_offsets),
+                             name="store-offsets"),
+            loop.create_task(self._every(cfg.cleanResourceInterval, self._clean),
+                             name="store-retention"),
+        ]
+        self._running = True
+
+    async def shutdown(self) -> None:
+        if not self._running:
+            self.close()
+            return
+        self._running = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._flusher is not None:
+            await self._flusher.stop()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._io_pool, self.close)
+        for pool in (self._flush_pool, self._io_pool):
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+    @staticmethod
+    async def _every(interval_ms: int, job: Callable[[], object]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                result = job()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("store maintenance job failed")
+
+    # writes
+    async def put_message(self, rec: MessageRecord) -> PutResult:
+        return (await self.put_messages([rec]))[0]
+
+    async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
+        """One batch: consecutive commitlog positions and queue offsets, one flush wait."""
+        if not self._running or self._flusher is None:
+            return [PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store not running")
+                    for _ in recs]
+        if self._retention.disk_full:
+            return [PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full")
+                    for _ in recs]
+        cfg = self.config
+        results: list[PutResult | None] = [None] * len(recs)
+        batch = []
+        slots = []
+        for i, rec in enumerate(recs):
+            parts = codec.prepare(rec, cfg.storeHost)
+            problem = validate(parts, cfg, self._commitlog.segment_size)
+            if problem is not None:
+                results[i] = PutResult(problem[0], remark=problem[1])
+            else:
+                batch.append(parts)
+                slots.append(i)
+        if batch:
+            now_ms = int(self._clock() * 1000)
+            try:
+                appended = self._commitlog.append(batch, now_ms)
+            except OSError as exc:
+                for i in slots:
+                    results[i] = PutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
+                return [r for r in results if r is not None]
+            self._dispatch.wake()
+            self._notify_append()
+            status = PutStatus.PUT_OK
+            if cfg.flushDiskType is FlushDiskType.SYNC_FLUSH:
+                end = appended[-1].commitlog_offset + appended[-1].size
+                if not await self._flusher.wait_flushed(end, cfg.syncFlushTimeout / 1000):
+                    status = PutStatus.FLUSH_DISK_TIMEOUT
+            for i, parts, a in zip(slots, batch, appended, strict=True):
+                off_id = codec.offset_msg_id(cfg.storeHost, a.commitlog_offset)
+                results[i] = PutResult(
+                    status, msg_id=parts.rec.uniq_key or off_id, queue_offset=a.queue_offset,
+                    commitlog_offset=a.commitlog_offset, store_size=a.size,
+                    store_timestamp=now_ms, offset_msg_id=off_id)
+        return [r for r in results if r is not None]
+
+    # dispatch
+    def _dispatch_limit(self) -> int:
+        limit = self._commitlog.max_offset
+        return limit if self._confirm_offset is None else min(limit, self._confirm_offset)
+
+    async def wait_dispatched(self, commitlog_offset: int | None = None) -> None:
+        """Wait until everything below ``commitlog_offset`` (default: max) is dispatched."""
+        target = self._commitlog.max_offset if commitlog_offset is None else commitlog_offset
+        await self._dispatch.wait(target)
+
+    def add_append_listener(self, listener: AppendListener) -> None:
+        """``listener(commitlog_max_offset)`` after every local append (before any fsync)."""
+        self._append_listeners.append(listener)
+
+    def _notify_append(self) -> None:
+        end = self._commitlog.max_offset
+        for listener in self._append_listeners:
+            try:
+                listener(end)
+            except Exception:
+                log.exception("append listener failed")
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """``listener(topic, queue_id, max_offset)`` after new entries reach a consume queue."""
+        self._dispatcher.listeners.append(listener)
+
+    # reads
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = 32,
+        filter: MessageFilter | None = None,
+    ) -> GetResult:
+        cfg = self.config
+        return get_messages(self._commitlog, self._queues.get(topic, queue_id), offset,
+                            max_count, filter, cfg.maxTransferBytesOnMessageInMemory,
+                            cfg.maxFilterMessageCount)
+
+    def get_message_by_offset(self, commitlog_offset: int) -> StoredMessage | None:
+        return self._commitlog.read_message(commitlog_offset)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queues.get(topic, queue_id)
+        return 0 if cq is None else cq.min_offset
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The next queue offset to be dispatched (RocketMQ ``getMaxOffsetInQueue``)."""
+        cq = self._queues.get(topic, queue_id)
+        return 0 if cq is None else cq.max_offset
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """First queue offset whose store timestamp is >= ``timestamp_ms`` (or max offset)."""
+        cq = self._queues.get(topic, queue_id)
+        if cq is None:
+            return 0
+        cl = self._commitlog
+
+        def stored_at(e: CqEntry) -> int:
+            ts = cl.store_timestamp_at(e.commitlog_offset)
+            return -1 if ts is None else ts
+
+        return cq.first_at_or_after(stored_at, timestamp_ms)
+
+    def queues(self) -> list[tuple[str, int]]:
+        """Every (topic, queue id) that has a consume queue."""
+        return sorted(self._queues.queues)
+
+    @property
+    def commitlog_min_offset(self) -> int:
+        return self._commitlog.min_offset
+
+    @property
+    def commitlog_max_offset(self) -> int:
+        return self._commitlog.max_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._commitlog.flushed_offset
+
+    @property
+    def dispatched_offset(self) -> int:
+        return self._dispatcher.offset
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        return max(0, self._dispatch_limit() - self._dispatcher.offset)
+
+    @property
+    def disk_full(self) -> bool:
+        return self._retention.disk_full
+
+    # replication hooks (HA)
+    @property
+    def confirm_offset(self) -> int | None:
+        """Dispatch stops here when set (controller mode); ``None`` = dispatch everything."""
+        return self._confirm_offset
+
+    def set_confirm_offset(self, offset: int | None) -> None:
+        self._confirm_offset = offset
+        self._dispatch.wake()
+
+    def read_commitlog(self, offset: int, max_bytes: int) -> bytes:
+        """Raw commitlog bytes from ``offset``, never crossing a segment end."""
+        return self._commitlog.read(offset, max_bytes)
+
+    async def append_commitlog(self, offset: int, data: bytes) -> bool:
+        """Slave side: append raw bytes replicated from the master at ``offset``.
+
+        Returns ``False`` when ``offset`` is not the current end (an empty store accepts
+        any segment start). With SYNC_FLUSH it returns once the bytes are fsynced.
+        """
+        was_empty = self._commitlog.files.empty
+        if not self._commitlog.append_raw(offset, data):
+            return False
+        if was_empty:
+            self._dispatcher.offset = offset
+        self._dispatch.wake()
+        if self.config.flushDiskType is FlushDiskType.SYNC_FLUSH and self._flusher is not None:
+            return await self._flusher.wait_flushed(offset + len(data),
+                                                    self.config.syncFlushTimeout / 1000)
+        return True
+
+    @property
+    def complete_offset(self) -> int:
+        """End of the last whole message: where a replica cuts before becoming master."""
+        return self._commitlog.complete_offset()
+
+    async def truncate_commitlog(self, offset: int) -> None:
+        """Cut the commitlog (and consume queues) back to ``offset``, a message boundary."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self._flusher is not None:
+                await stack.enter_async_context(self._flusher.lock)
+            if self._maintenance is not None:
+                await stack.enter_async_context(self._maintenance)
+            cl = self._commitlog
+            log.warning("truncating commitlog from %d to %d", cl.max_offset, offset)
+            cl.truncate(offset)
+            self._queues.truncate_dirty(cl.max_offset)
+            self._dispatcher.offset = min(self._dispatcher.offset, cl.max_offset)
+            cl.reset_queue_offsets(self._queues.max_offsets(), self._dispatcher.offset)
+            if self._confirm_offset is not None:
+                self._confirm_offset = min(self._confirm_offset, cl.max_offset)
+            self._write_checkpoint(self._dispatcher.offset,
+                                   self._dispatcher.last_store_timestamp,
+                                   cl.last_store_timestamp)
+
+    # maintenance
+    def _write_checkpoint(self, logics_offset: int, logics_ts: int, physic_ts: int) -> None:
+        """Fsync the consume queues, then record how far everything is on disk."""
+        self._queues.flush(self._fsync)
+        cl = self._commitlog
+        cp = Checkpoint(
+            physic_msg_timestamp=physic_ts, logics_msg_timestamp=logics_ts,
+            physic_offset=cl.flushed_offset, logics_offset=logics_offset,
+            master_flushed_offset=cl.flushed_offset,
+            confirm_phy_offset=self._confirm_offset or 0)
+        save_checkpoint(self.config.checkpoint_path, cp)
+
+    async def flush_queues(self) -> None:
+        """Fsync the consume queues and write the checkpoint."""
+        assert self._maintenance is not None
+        async with self._maintenance:
+            d = self._dispatcher
+            ts = self._flusher.flushed_timestamp if self._flusher else 0
+            await asyncio.get_running_loop().run_in_executor(
+                self._io_pool, self._write_checkpoint, d.offset, d.last_store_timestamp, ts)
+
+    async def flush(self) -> None:
+        """Fsync the commitlog and consume queues, then write the checkpoint."""
+        if self._flusher is not None:
+            await self._flusher.flush_now()
+        await self.wait_dispatched(min(self._commitlog.max_offset, self._dispatch_limit()))
+        await self.flush_queues()
+
+    async def _persist_offsets(self) -> None:
+        if self.offsets.dirty:
+            await asyncio.get_running_loop().run_in_executor(self._io_pool, self.offsets.persist)
+
+    async def _clean(self) -> None:
+        assert self._maintenance is not None
+        async with self._maintenance:
+            self.clean_expired_files()
+
+    def clean_expired_files(self) -> CleanResult:
+        """One retention round (deleted segments, disk usage, whether the disk is full)."""
+        safe = min(self._commitlog.flushed_offset, self._dispatcher.offset)
+        return self._retention.run(safe)

@@ -1,0 +1,252 @@
+"""Commitlog record layout (big-endian), encoding and parsing.
+
+    totalSize 4 | magic 4 | crc 4 | queueId 4 | flag 4 | queueOffset 8 | physicalOffset 8 |
+    sysFlag 4 | bornTimestamp 8 | storeTimestamp 8 | reconsumeTimes 4 | preparedTxOffset 8 |
+    bornHost 1+n | storeHost 1+n | body 4+n | topic 2+n | properties 2+n
+
+``crc`` is the CRC32 of every byte after it (so it covers the body and the properties).
+A blank record (``totalSize`` = bytes left in the segment, ``magic`` = BLANK_MAGIC) pads
+the end of a segment when the next message does not fit.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import struct
+import zlib
+from dataclasses import dataclass
+from enum import Enum
+
+from mqcluster.store.filter import tags_code
+from mqcluster.store.message import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    MessageRecord,
+    StoredMessage,
+)
+
+MESSAGE_MAGIC = 0xDAA320A7 - (1 << 32)
+BLANK_MAGIC = 0xCBD43194 - (1 << 32)
+HEADER = struct.Struct(">iiiiiqqiqqiq")
+PREFIX = struct.Struct(">ii")
+END_FILE_MIN_BLANK_LENGTH = PREFIX.size
+MAX_TOPIC_LENGTH = 127
+CRC_FROM = 12
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+TRANSACTION_TYPE_MASK = 0x3 << 2
+TRANSACTION_PREPARED_TYPE = 0x1 << 2
+TRANSACTION_ROLLBACK_TYPE = 0x3 << 2
+
+
+def consumes_queue_offset(sys_flag: int) -> bool:
+    """Prepared and rolled-back transaction messages get no queue offset and no CQ entry."""
+    kind = sys_flag & TRANSACTION_TYPE_MASK
+    return kind not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+def encode_properties(props: dict[str, str]) -> bytes:
+    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}"
+                   for k, v in props.items()).encode("utf-8")
+
+
+def decode_properties(raw: bytes) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for item in raw.decode("utf-8").split(PROPERTY_SEPARATOR):
+        if item:
+            k, _, v = item.partition(NAME_VALUE_SEPARATOR)
+            props[k] = v
+    return props
+
+
+@functools.lru_cache(maxsize=64)
+def _host_prefix(store_host: str) -> str:
+    host, _, port = store_host.rpartition(":")
+    try:
+        addr = int(ipaddress.IPv4Address(host))
+        port_num = int(port)
+    except ValueError:
+        addr, port_num = zlib.crc32(store_host.encode()), 0
+    return f"{addr:08X}{port_num:08X}"
+
+
+def offset_msg_id(store_host: str, offset: int) -> str:
+    """RocketMQ's offset message id: store IPv4 address, port and commitlog offset in hex."""
+    return f"{_host_prefix(store_host)}{offset:016X}"
+
+
+def record_properties(rec: MessageRecord) -> dict[str, str]:
+    props = dict(rec.properties)
+    if rec.tags:
+        props[PROPERTY_TAGS] = rec.tags
+    if rec.keys:
+        props[PROPERTY_KEYS] = KEY_SEPARATOR.join(rec.keys)
+    return props
+
+
+@dataclass
+class EncodedParts:
+    """A record's variable parts, encoded once and reused when its position is known."""
+
+    rec: MessageRecord
+    born_host: bytes
+    store_host: bytes
+    topic: bytes
+    props: bytes
+    size: int
+
+
+def prepare(rec: MessageRecord, store_host: str) -> EncodedParts:
+    born = rec.born_host.encode("utf-8")
+    store = store_host.encode("utf-8")
+    topic = rec.topic.encode("utf-8")
+    props = encode_properties(record_properties(rec))
+    size = HEADER.size + 1 + len(born) + 1 + len(store) + 4 + len(rec.body) + 2 + len(topic)
+    size += 2 + len(props)
+    return EncodedParts(rec, born, store, topic, props, size)
+
+
+def encode(parts: EncodedParts, queue_offset: int, physical_offset: int,
+           store_timestamp: int) -> bytes:
+    rec = parts.rec
+    tail = b"".join((
+        struct.pack(">iiqqiqqiq", rec.queue_id, rec.flag, queue_offset, physical_offset,
+                    rec.sys_flag, rec.born_timestamp, store_timestamp, rec.reconsume_times,
+                    rec.prepared_transaction_offset),
+        bytes((len(parts.born_host),)), parts.born_host,
+        bytes((len(parts.store_host),)), parts.store_host,
+        struct.pack(">i", len(rec.body)), rec.body,
+        struct.pack(">h", len(parts.topic)), parts.topic,
+        struct.pack(">h", len(parts.props)), parts.props,
+    ))
+    crc = zlib.crc32(tail)
+    return struct.pack(">iiI", parts.size, MESSAGE_MAGIC, crc) + tail
+
+
+def encode_blank(length: int) -> bytes:
+    return PREFIX.pack(length, BLANK_MAGIC)
+
+
+class RecordKind(Enum):
+    MESSAGE = "message"
+    BLANK = "blank"
+    END = "end"            # zeros: nothing was ever written here
+    INCOMPLETE = "incomplete"  # the buffer ends inside the record
+    CORRUPT = "corrupt"
+
+
+@dataclass
+class DispatchInfo:
+    """What the consume queue needs from a record, read without decoding the body."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commitlog_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    sys_flag: int
+
+
+@dataclass
+class Checked:
+    kind: RecordKind
+    size: int = 0
+    info: DispatchInfo | None = None
+    reason: str = ""
+
+
+def _skip_bytes(buf: bytes | memoryview, pos: int, width: int) -> tuple[int, int]:
+    n = int.from_bytes(buf[pos:pos + width], "big", signed=width > 1)
+    return n, pos + width + n
+
+
+def check(buf: bytes | memoryview, pos: int, expected_offset: int, verify_crc: bool,
+          max_size: int) -> Checked:
+    """Classify the record at ``buf[pos:]`` that should sit at commitlog ``expected_offset``."""
+    avail = len(buf) - pos
+    if avail < PREFIX.size:
+        return Checked(RecordKind.INCOMPLETE if any(buf[pos:]) else RecordKind.END)
+    size, magic = PREFIX.unpack_from(buf, pos)
+    if size == 0 and magic == 0:
+        return Checked(RecordKind.END)
+    if magic == BLANK_MAGIC:
+        if size < PREFIX.size:
+            return Checked(RecordKind.CORRUPT, reason=f"blank record of size {size}")
+        return Checked(RecordKind.BLANK, size)
+    if magic != MESSAGE_MAGIC:
+        return Checked(RecordKind.CORRUPT, reason=f"bad magic code {magic & 0xFFFFFFFF:#x}")
+    if size < HEADER.size or size > max_size:
+        return Checked(RecordKind.CORRUPT, reason=f"bad total size {size}")
+    if avail < size:
+        return Checked(RecordKind.INCOMPLETE, size)
+    (_, _, crc, queue_id, _, queue_offset, physical, sys_flag, _, store_ts, _, _
+     ) = HEADER.unpack_from(buf, pos)
+    if verify_crc and zlib.crc32(buf[pos + CRC_FROM:pos + size]) != crc & 0xFFFFFFFF:
+        return Checked(RecordKind.CORRUPT, size, reason="CRC mismatch")
+    if physical != expected_offset:
+        return Checked(RecordKind.CORRUPT, size,
+                       reason=f"physical offset field {physical} != position {expected_offset}")
+    try:
+        p = pos + HEADER.size
+        _, p = _skip_bytes(buf, p, 1)
+        _, p = _skip_bytes(buf, p, 1)
+        _, p = _skip_bytes(buf, p, 4)
+        topic_len, p2 = _skip_bytes(buf, p, 2)
+        topic = bytes(buf[p + 2:p2]).decode("utf-8")
+        props_len, end = _skip_bytes(buf, p2, 2)
+        if end != pos + size or topic_len < 0 or props_len < 0:
+            return Checked(RecordKind.CORRUPT, size, reason="field lengths disagree with size")
+        tags = _find_property(bytes(buf[p2 + 2:end]), PROPERTY_TAGS)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return Checked(RecordKind.CORRUPT, size, reason=f"undecodable record: {exc}")
+    info = DispatchInfo(topic, queue_id, queue_offset, physical, size, tags_code(tags),
+                        store_ts, sys_flag)
+    return Checked(RecordKind.MESSAGE, size, info)
+
+
+def _find_property(raw: bytes, name: str) -> str | None:
+    key = name.encode() + NAME_VALUE_SEPARATOR.encode()
+    start = 0
+    while True:
+        i = raw.find(key, start)
+        if i < 0:
+            return None
+        if i == 0 or raw[i - 1:i] == PROPERTY_SEPARATOR.encode():
+            j = raw.find(PROPERTY_SEPARATOR.encode(), i)
+            return raw[i + len(key):j if j >= 0 else len(raw)].decode("utf-8")
+        start = i + 1
+
+
+def decode(buf: bytes | memoryview, pos: int = 0) -> StoredMessage:
+    """Decode a whole message record (already checked) into a ``StoredMessage``."""
+    (size, _, crc, queue_id, flag, queue_offset, physical, sys_flag, born_ts, store_ts,
+     reconsume, prep_tx) = HEADER.unpack_from(buf, pos)
+    p = pos + HEADER.size
+    _, q = _skip_bytes(buf, p, 1)
+    born_host = bytes(buf[p + 1:q]).decode("utf-8")
+    _, p = _skip_bytes(buf, q, 1)
+    store_host = bytes(buf[q + 1:p]).decode("utf-8")
+    _, q = _skip_bytes(buf, p, 4)
+    body = bytes(buf[p + 4:q])
+    _, p = _skip_bytes(buf, q, 2)
+    topic = bytes(buf[q + 2:p]).decode("utf-8")
+    _, q = _skip_bytes(buf, p, 2)
+    props = decode_properties(bytes(buf[p + 2:q]))
+    tags = props.pop(PROPERTY_TAGS, None)
+    keys_raw = props.pop(PROPERTY_KEYS, "")
+    off_id = offset_msg_id(store_host, physical)
+    return StoredMessage(
+        topic=topic, queue_id=queue_id, body=body, tags=tags,
+        keys=[k for k in keys_raw.split(KEY_SEPARATOR) if k], properties=props,
+        born_timestamp=born_ts, born_host=born_host, flag=flag, sys_flag=sys_flag,
+        reconsume_times=reconsume, prepared_transaction_offset=prep_tx,
+        msg_id=props.get(PROPERTY_UNIQ_KEY) or off_id, queue_offset=queue_offset,
+        commitlog_offset=physical, store_size=size, store_timestamp=store_ts,
+        store_host=store_host, body_crc=crc & 0xFFFFFFFF, offset_msg_id=off_id,
+    )

@@ -1,0 +1,268 @@
+"""The commitlog: single-writer appends to segment files, reads, flush and recovery."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mqcluster.store import codec
+from mqcluster.store.codec import (
+    END_FILE_MIN_BLANK_LENGTH,
+    PREFIX,
+    EncodedParts,
+    RecordKind,
+    consumes_queue_offset,
+)
+from mqcluster.store.message import StoredMessage
+from mqcluster.store.scanner import scan
+from mqcluster.store.segment import SegmentedFile
+
+log = logging.getLogger(__name__)
+
+FsyncFn = Callable[[int], None]
+QueueKey = tuple[str, int]
+
+
+@dataclass
+class Appended:
+    commitlog_offset: int
+    queue_offset: int
+    size: int
+
+
+@dataclass
+class RecoveryReport:
+    """What commitlog recovery found: where it scanned and where (and why) it cut."""
+
+    scanned_from: int = 0
+    max_offset: int = 0
+    truncated_at: int | None = None
+    reason: str = ""
+    corrupt: bool = False
+    messages_scanned: int = 0
+
+
+class CommitLog:
+    def __init__(self, directory: str, segment_size: int, fsync: FsyncFn) -> None:
+        self.files = SegmentedFile(directory, segment_size)
+        self._fsync = fsync
+        self.flushed_offset = 0
+        self.last_store_timestamp = 0
+        self.queue_offsets: dict[QueueKey, int] = {}
+        self._table_scanned_to = 0
+
+    @property
+    def segment_size(self) -> int:
+        return self.files.segment_size
+
+    @property
+    def min_offset(self) -> int:
+        return self.files.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        return self.files.max_offset
+
+    def load(self) -> None:
+        self.files.load()
+
+    # writing
+    def fits(self, size: int) -> bool:
+        return size + END_FILE_MIN_BLANK_LENGTH <= self.segment_size
+
+    def append(self, batch: Sequence[EncodedParts], store_timestamp: int) -> list[Appended]:
+        """Append whole records; a record that does not fit rolls to a new segment."""
+        self._catch_up_queue_offsets()
+        start = self.max_offset
+        touched: dict[QueueKey, int | None] = {}
+        try:
+            return self._append(batch, store_timestamp, touched)
+        except OSError:
+            log.exception("commitlog append failed at %d; rolling back", start)
+            for key, old in touched.items():
+                if old is None:
+                    self.queue_offsets.pop(key, None)
+                else:
+                    self.queue_offsets[key] = old
+            self.files.truncate(start)
+            self._table_scanned_to = start
+            raise
+
+    def _append(self, batch: Sequence[EncodedParts], store_timestamp: int,
+                touched: dict[QueueKey, int | None]) -> list[Appended]:
+        seg = self.files.writable_segment(self.max_offset)
+        buf = bytearray()
+        out: list[Appended] = []
+        for parts in batch:
+            used = seg.write_pos + len(buf)
+            if used + parts.size + END_FILE_MIN_BLANK_LENGTH > seg.size:
+                buf += codec.encode_blank(seg.size - used)
+                seg.append(buf)
+                seg.write_pos = seg.size
+                buf = bytearray()
+                seg = self.files.create(seg.limit)
+                used = 0
+            rec = parts.rec
+            key = (rec.topic, rec.queue_id)
+            counts = consumes_queue_offset(rec.sys_flag)
+            queue_offset = self.queue_offsets.get(key, 0) if counts else 0
+            physical = seg.start + used
+            buf += codec.encode(parts, queue_offset, physical, store_timestamp)
+            if counts:
+                if key not in touched:
+                    touched[key] = self.queue_offsets.get(key)
+                self.queue_offsets[key] = queue_offset + 1
+            out.append(Appended(physical, queue_offset, parts.size))
+        seg.append(buf)
+        self.last_store_timestamp = store_timestamp
+        self._table_scanned_to = self.max_offset
+        return out
+
+    def append_raw(self, offset: int, data: bytes) -> bool:
+        """Append replicated bytes at ``offset``: the current end, or any segment start
+        when the commitlog is empty (a replica that starts from the master's last file)."""
+        if self.files.empty and offset % self.segment_size == 0:
+            self._table_scanned_to = offset
+        elif offset != self.max_offset:
+            return False
+        view = memoryview(data)
+        while view:
+            seg = self.files.writable_segment(offset)
+            n = min(len(view), seg.size - seg.write_pos)
+            seg.append(view[:n])
+            view = view[n:]
+            offset += n
+        return True
+
+    def _catch_up_queue_offsets(self) -> None:
+        """Account for records appended without assigning offsets here (replicated ones)."""
+        end = self.max_offset
+        if self._table_scanned_to >= end:
+            return
+        pos = self._table_scanned_to
+        for off, rec in scan(self.files, pos, end, verify_crc=False):
+            if rec.kind is RecordKind.MESSAGE and rec.info is not None:
+                info = rec.info
+                if consumes_queue_offset(info.sys_flag):
+                    key = (info.topic, info.queue_id)
+                    self.queue_offsets[key] = max(self.queue_offsets.get(key, 0),
+                                                  info.queue_offset + 1)
+                self.last_store_timestamp = max(self.last_store_timestamp,
+                                                info.store_timestamp)
+                pos = off + rec.size
+            elif rec.kind is RecordKind.BLANK:
+                pos = off + rec.size
+        self._table_scanned_to = pos
+
+    def complete_offset(self) -> int:
+        """End of the last whole record (replicated bytes may stop inside one)."""
+        self._catch_up_queue_offsets()
+        return self._table_scanned_to
+
+    def reset_queue_offsets(self, table: dict[QueueKey, int], accounted_to: int) -> None:
+        """Take queue offsets from the consume queues, complete below ``accounted_to``."""
+        self.queue_offsets = dict(table)
+        self._table_scanned_to = min(accounted_to, self.max_offset)
+
+    # reading
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        seg = self.files.find(offset)
+        if seg is None or offset >= seg.end:
+            return b""
+        return seg.read(offset - seg.start, min(max_bytes, seg.end - offset))
+
+    def read_message(self, offset: int, size: int | None = None) -> StoredMessage | None:
+        """The message at ``offset``, or ``None`` if there is none or it fails its CRC."""
+        if offset < self.min_offset or offset >= self.max_offset:
+            return None
+        seg = self.files.find(offset)
+        if seg is None:
+            return None
+        pos = offset - seg.start
+        if size is None:
+            prefix = seg.read(pos, PREFIX.size)
+            if len(prefix) < PREFIX.size:
+                return None
+            size, _ = PREFIX.unpack(prefix)
+            if size <= 0 or size > seg.size:
+                return None
+        buf = seg.read(pos, size)
+        checked = codec.check(buf, 0, offset, True, seg.size)
+        if checked.kind is not RecordKind.MESSAGE:
+            if checked.kind is RecordKind.CORRUPT:
+                log.error("commitlog record at %d is corrupt: %s", offset, checked.reason)
+            return None
+        return codec.decode(buf)
+
+    def store_timestamp_at(self, offset: int) -> int | None:
+        seg = self.files.find(offset)
+        if seg is None:
+            return None
+        raw = seg.read(offset - seg.start, codec.HEADER.size)
+        if len(raw) < codec.HEADER.size:
+            return None
+        fields = codec.HEADER.unpack(raw)
+        return int(fields[9]) if fields[1] == codec.MESSAGE_MAGIC else None
+
+    # flushing
+    def fsync_range(self, start: int, end: int) -> None:
+        """Fsync every segment holding bytes of ``[start, end)``; runs in the flush thread."""
+        for seg in self.files.between(start, max(end, start + 1)):
+            if seg.fd >= 0:
+                self._fsync(seg.fd)
+
+    # recovery and truncation
+    def recover(self, from_offset: int, verify_crc: bool, durable_offset: int) -> RecoveryReport:
+        """Scan from the segment holding ``from_offset``; cut after the last valid record.
+
+        A bad record below ``durable_offset`` (known fsynced) is damage and logged as an
+        error; above it, it is the torn tail of writes a crash interrupted.
+        """
+        report = RecoveryReport()
+        if self.files.empty:
+            return report
+        last = self.files.segments[-1]
+        start_seg = self.files.find(min(from_offset, last.limit - 1)) or self.files.segments[0]
+        report.scanned_from = start_seg.start
+        end = last.limit
+        pos = start_seg.start
+        stop_kind: RecordKind | None = None
+        for off, rec in scan(self.files, pos, end, verify_crc):
+            if rec.kind is RecordKind.MESSAGE and rec.info is not None:
+                report.messages_scanned += 1
+                self.last_store_timestamp = max(self.last_store_timestamp,
+                                                rec.info.store_timestamp)
+                pos = off + rec.size
+            elif rec.kind is RecordKind.BLANK:
+                pos = off + rec.size
+            else:
+                stop_kind = rec.kind
+                report.reason = rec.reason or rec.kind.value
+                pos = off
+        bad_record = stop_kind in (RecordKind.CORRUPT, RecordKind.INCOMPLETE)
+        if bad_record or pos < durable_offset or self._has_segments_after(pos):
+            report.corrupt = pos < durable_offset
+            report.truncated_at = pos
+            level = logging.ERROR if report.corrupt else logging.WARNING
+            what = "corrupt" if report.corrupt else "torn tail" if bad_record else "data lost"
+            log.log(level, "commitlog %s at offset %d (%s, fsynced up to %d); truncating there",
+                    what, pos, report.reason, durable_offset)
+        self.truncate(pos)
+        report.max_offset = self.max_offset
+        self.fsync_range(report.scanned_from, self.max_offset)
+        self.flushed_offset = self.max_offset
+        return report
+
+    def _has_segments_after(self, pos: int) -> bool:
+        last = self.files.last
+        return last is not None and last.start > pos
+
+    def truncate(self, offset: int) -> None:
+        """Drop everything at or after ``offset`` (a record boundary)."""
+        self.files.truncate(offset)
+        self.flushed_offset = min(self.flushed_offset, offset)
+        self._table_scanned_to = min(self._table_scanned_to, offset)
+
+    def close(self) -> None:
+        self.files.close()

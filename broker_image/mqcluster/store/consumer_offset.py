@@ -1,0 +1,60 @@
+"""``config/consumerOffset.json``: committed consumer offsets (``ConsumerOffsetManager``).
+
+Commits only change memory; the store persists the table every
+``flushConsumerOffsetInterval`` and at shutdown, as RocketMQ does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqcluster.store.json_config import JsonConfigFile
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+class ConsumerOffsetManager(JsonConfigFile):
+    file_name = "consumerOffset.json"
+
+    def __init__(self, config_dir: str) -> None:
+        super().__init__(config_dir)
+        self.table: dict[str, dict[int, int]] = {}
+        self.dirty = False
+
+    @staticmethod
+    def key(group: str, topic: str) -> str:
+        return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.table.setdefault(self.key(group, topic), {})[queue_id] = offset
+        self.dirty = True
+
+    def query(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, or -1 when the group never committed on this queue."""
+        return self.table.get(self.key(group, topic), {}).get(queue_id, -1)
+
+    def query_all(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.table.get(self.key(group, topic), {}))
+
+    def groups_of_topic(self, topic: str) -> set[str]:
+        prefix = topic + TOPIC_GROUP_SEPARATOR
+        return {k[len(prefix):] for k in self.table if k.startswith(prefix)}
+
+    def remove_group(self, group: str, topic: str | None = None) -> None:
+        suffix = TOPIC_GROUP_SEPARATOR + group
+        for k in [k for k in self.table if k.endswith(suffix)]:
+            if topic is None or k == self.key(group, topic):
+                del self.table[k]
+                self.dirty = True
+
+    def persist(self) -> None:
+        self.dirty = False
+        super().persist()
+
+    def encode(self) -> dict[str, Any]:
+        return {"offsetTable": {k: {str(q): o for q, o in sorted(v.items())}
+                                for k, v in sorted(self.table.items())}}
+
+    def decode(self, data: dict[str, Any]) -> None:
+        table = data.get("offsetTable") or {}
+        self.table = {k: {int(q): int(o) for q, o in v.items()} for k, v in table.items()}

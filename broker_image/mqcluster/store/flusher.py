@@ -1,0 +1,106 @@
+"""Group commit: one fsync serves every producer waiting when it starts (``GroupCommitService``).
+
+SYNC_FLUSH: producers register the offset they need on disk and wake the flusher; it
+fsyncs everything written so far in a worker thread, then wakes every producer it
+covered. Requests arriving during an fsync are served together by the next one.
+ASYNC_FLUSH: the flusher fsyncs every ``interval`` seconds when something was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from concurrent.futures import Executor
+
+from mqcluster.store.commitlog import CommitLog
+
+log = logging.getLogger(__name__)
+
+
+def _resolve(fut: asyncio.Future[bool], value: bool) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+class GroupCommitFlusher:
+    def __init__(self, commitlog: CommitLog, executor: Executor, sync: bool,
+                 interval_s: float) -> None:
+        self.commitlog = commitlog
+        self.executor = executor
+        self.sync = sync
+        self.interval_s = interval_s
+        self.flushed_timestamp = 0
+        self.rounds = 0
+        self.lock = asyncio.Lock()
+        self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="commitlog-flush")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.flush_now()
+
+    async def wait_flushed(self, offset: int, timeout_s: float) -> bool:
+        """Wait until the commitlog is fsynced below ``offset``; ``False`` on timeout."""
+        if offset <= self.commitlog.flushed_offset:
+            return True
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append((offset, fut))
+        self._wake.set()
+        timer = loop.call_later(timeout_s, _resolve, fut, False)
+        try:
+            return await fut
+        finally:
+            timer.cancel()
+
+    async def _run(self) -> None:
+        while True:
+            if self.sync:
+                await self._wake.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.interval_s)
+            self._wake.clear()
+            await self.flush_now()
+
+    async def flush_now(self) -> None:
+        async with self.lock:
+            cl = self.commitlog
+            target, timestamp = cl.max_offset, cl.last_store_timestamp
+            ok = True
+            if target > cl.flushed_offset:
+                try:
+                    await asyncio.get_running_loop().run_in_executor(
+                        self.executor, cl.fsync_range, cl.flushed_offset, target)
+                    cl.flushed_offset = max(cl.flushed_offset, target)
+                    self.flushed_timestamp = timestamp
+                    self.rounds += 1
+                except OSError:
+                    log.exception("commitlog fsync failed")
+                    ok = False
+            self._release(ok)
+
+    def _release(self, ok: bool) -> None:
+        flushed = self.commitlog.flushed_offset
+        keep: list[tuple[int, asyncio.Future[bool]]] = []
+        for offset, fut in self._waiters:
+            if fut.done():
+                continue
+            if offset <= flushed:
+                fut.set_result(True)
+            elif not ok:
+                fut.set_result(False)
+            else:
+                keep.append((offset, fut))
+        self._waiters = keep
+        if keep:
+            self._wake.set()

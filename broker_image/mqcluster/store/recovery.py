@@ -1,0 +1,46 @@
+"""Start-up recovery: make the commitlog, consume queues and queue offsets agree.
+
+1. Consume queues: cut each after its last written entry.
+2. Commitlog: scan from the segment holding the checkpointed offsets (all segments
+   without a checkpoint), verify CRCs, cut after the last valid record.
+3. Consume queues ahead of the commitlog lose the extra entries; queues behind (or
+   missing, per the registry) are re-dispatched from the commitlog.
+4. Queue offsets for new messages continue from the consume queues.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mqcluster.store.checkpoint import Checkpoint
+from mqcluster.store.commitlog import CommitLog, RecoveryReport
+from mqcluster.store.consume_queue_store import ConsumeQueueStore
+from mqcluster.store.dispatcher import Dispatcher
+
+log = logging.getLogger(__name__)
+
+
+def recover(commitlog: CommitLog, queues: ConsumeQueueStore, dispatcher: Dispatcher,
+            checkpoint: Checkpoint | None, verify_crc: bool) -> RecoveryReport:
+    commitlog.load()
+    complete = queues.load()
+    queues.recover()
+    if checkpoint is None:
+        scan_from, durable = commitlog.min_offset, 0
+    else:
+        scan_from = min(checkpoint.physic_offset, checkpoint.logics_offset)
+        durable = checkpoint.physic_offset
+    report = commitlog.recover(scan_from, verify_crc, durable)
+    queues.truncate_dirty(commitlog.max_offset)
+    if checkpoint is None or not complete:
+        dispatch_from = commitlog.min_offset
+    else:
+        dispatch_from = max(commitlog.min_offset,
+                            min(checkpoint.logics_offset, commitlog.max_offset))
+    dispatcher.offset = dispatch_from
+    dispatcher.dispatch(commitlog.max_offset)
+    queues.correct_min_offsets(commitlog.min_offset)
+    if not complete:
+        queues.sync_registry()
+    commitlog.reset_queue_offsets(queues.max_offsets(), dispatcher.offset)
+    return report

@@ -1,0 +1,34 @@
+"""Checks a message must pass before it is appended."""
+
+from __future__ import annotations
+
+import re
+
+from mqcluster.store.codec import MAX_TOPIC_LENGTH, EncodedParts
+from mqcluster.store.config import StoreConfig
+from mqcluster.store.message import PutStatus
+
+MAX_PROPERTIES_LENGTH = 0x7FFF
+TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+
+def validate(parts: EncodedParts, config: StoreConfig, segment_size: int) -> tuple[
+        PutStatus, str] | None:
+    """``None`` when the message may be stored, else the status and a reason."""
+    rec = parts.rec
+    if not rec.topic or len(parts.topic) > MAX_TOPIC_LENGTH:
+        return PutStatus.MESSAGE_ILLEGAL, f"topic length must be 1..{MAX_TOPIC_LENGTH} bytes"
+    if not TOPIC_PATTERN.match(rec.topic):
+        return PutStatus.MESSAGE_ILLEGAL, "topic may only hold letters, digits and %|_-"
+    if rec.queue_id < 0:
+        return PutStatus.MESSAGE_ILLEGAL, "negative queue id"
+    if len(parts.props) > min(config.maxPropertiesSize, MAX_PROPERTIES_LENGTH):
+        return PutStatus.PROPERTIES_SIZE_EXCEEDED, f"properties are {len(parts.props)} bytes"
+    if len(rec.body) > config.maxMessageSize:
+        return PutStatus.MESSAGE_ILLEGAL, (
+            f"body of {len(rec.body)} bytes exceeds maxMessageSize {config.maxMessageSize}")
+    if len(parts.born_host) > 255 or len(parts.store_host) > 255:
+        return PutStatus.MESSAGE_ILLEGAL, "host string longer than 255 bytes"
+    if parts.size + 8 > segment_size:
+        return PutStatus.MESSAGE_ILLEGAL, "message larger than a commitlog segment"
+    return None
