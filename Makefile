@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools)
+TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit)
 
 .PHONY: setup test test-fast lint demo bench clean
 
@@ -21,8 +23,8 @@ test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
 
 lint: setup
-	$(VENV)/bin/ruff check broker_image operator pipeline tests bench
-	$(VENV)/bin/mypy broker_image/mqcluster
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy $(TYPED_PACKAGES)
 
 demo: setup
 	$(PY) -m mqcluster.demo
