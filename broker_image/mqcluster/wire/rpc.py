@@ -210,8 +210,13 @@ class RpcServer:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size)
         self.connections.add(conn)
-        await conn.wait_closed()
-        self.connections.discard(conn)
+        try:
+            await conn.wait_closed()
+        except asyncio.CancelledError:
+            # Server shutdown cancels the accept callbacks; the connection is closed in stop().
+            pass
+        finally:
+            self.connections.discard(conn)
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -1,0 +1,109 @@
+"""Prometheus metrics of one controller (a per-process registry) and its HTTP endpoint.
+
+``/metrics``: the Prometheus exposition; ``/health``: JSON with the role, the
+term, the active controller and the most recent elections.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+
+class ControllerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.is_leader = Gauge(
+            "mqcontroller_is_leader", "1 on the active controller", registry=self.registry
+        )
+        self.role = Gauge(
+            "mqcontroller_role", "Raft role of this controller", ["role"], registry=self.registry
+        )
+        self.term = Gauge("mqcontroller_term", "Raft term", registry=self.registry)
+        self.elections = Counter(
+            "mqcontroller_elections",
+            "ElectMaster attempts by trigger and result",
+            ["trigger", "result"],
+            registry=self.registry,
+        )
+        self.requests = Counter(
+            "mqcontroller_requests",
+            "Requests served, by request code and response code",
+            ["code", "result"],
+            registry=self.registry,
+        )
+        self.brokers_alive = Gauge(
+            "mqcontroller_brokers_alive", "Brokers with a live heartbeat", registry=self.registry
+        )
+        self.broker_groups = Gauge(
+            "mqcontroller_broker_groups", "Broker groups in the replicated state",
+            registry=self.registry,
+        )
+        self.detection_seconds = Histogram(
+            "mqcontroller_election_detection_seconds",
+            "From a dead master's last heartbeat to the election decision",
+            registry=self.registry,
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 3, 5, 10),
+        )
+        self.consensus_seconds = Histogram(
+            "mqcontroller_election_consensus_seconds",
+            "From proposing ElectMaster to applying it",
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
+        )
+
+    def set_role(self, role: str, term: int, leader: bool) -> None:
+        for r in ("LEADER", "FOLLOWER", "CANDIDATE", "LEARNER"):
+            self.role.labels(role=r).set(1 if r == role else 0)
+        self.term.set(term)
+        self.is_leader.set(1 if leader else 0)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsServer:
+    """aiohttp server for ``/metrics`` and ``/health``."""
+
+    def __init__(
+        self,
+        metrics: ControllerMetrics,
+        health: Callable[[], dict[str, Any]],
+        host: str,
+        port: int,
+    ) -> None:
+        self.metrics = metrics
+        self.health = health
+        self.host, self.port = host, port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/health", self._health)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None)
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        body = self.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.Response(
+            text=json.dumps(self.health(), sort_keys=True), content_type="application/json"
+        )

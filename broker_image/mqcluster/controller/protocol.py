@@ -1,0 +1,661 @@
+"""Controller wire protocol (RIP-44, RocketMQ 5.1.1+): request and response codes,
+typed request/response headers (``extFields``) and JSON bodies.
+
+Headers are dataclasses with snake_case attributes; on the wire each field is
+the camelCase name RocketMQ uses (``master_broker_id`` <-> ``masterBrokerId``).
+Integers travel as decimal strings and booleans as ``true``/``false``, as
+RocketMQ's ``CommandCustomHeader`` encoding does. Decoding a header with a
+missing required field or a value of the wrong type raises ProtocolError
+(a ValueError) naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, ClassVar, TypeVar, Union
+
+from mqcluster.wire.frame import RemotingCommand
+
+
+class RequestCode(IntEnum):
+    BROKER_HEARTBEAT = 904
+    CONTROLLER_ALTER_SYNC_STATE_SET = 1001
+    CONTROLLER_ELECT_MASTER = 1002
+    CONTROLLER_REGISTER_BROKER = 1003
+    CONTROLLER_GET_REPLICA_INFO = 1004
+    CONTROLLER_GET_METADATA_INFO = 1005
+    CONTROLLER_GET_SYNC_STATE_DATA = 1006
+    GET_BROKER_EPOCH_CACHE = 1007
+    NOTIFY_BROKER_ROLE_CHANGED = 1008
+    UPDATE_CONTROLLER_CONFIG = 1009
+    GET_CONTROLLER_CONFIG = 1010
+    CLEAN_BROKER_DATA = 1011
+    CONTROLLER_GET_NEXT_BROKER_ID = 1012
+    CONTROLLER_APPLY_BROKER_ID = 1013
+
+
+class ControllerResponseCode(IntEnum):
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    INVALID_REQUEST = 4
+    CONTROLLER_FENCED_MASTER_EPOCH = 2000
+    CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
+    CONTROLLER_INVALID_MASTER = 2002
+    CONTROLLER_INVALID_REPLICAS = 2003
+    CONTROLLER_MASTER_NOT_AVAILABLE = 2004
+    CONTROLLER_INVALID_REQUEST = 2005
+    CONTROLLER_BROKER_NOT_ALIVE = 2006
+    CONTROLLER_NOT_LEADER = 2007
+    CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
+    CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009
+    CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010
+    CONTROLLER_MASTER_STILL_EXIST = 2011
+    CONTROLLER_ELECT_MASTER_FAILED = 2012
+    CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013
+    CONTROLLER_BROKER_ID_INVALID = 2014
+    CONTROLLER_JRAFT_INTERNAL_ERROR = 2015
+    CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016
+
+
+# RocketMQ's MixAll.MASTER_ID and MixAll.FIRST_BROKER_CONTROLLER_ID.
+MASTER_ID = 0
+FIRST_BROKER_CONTROLLER_ID = 1
+
+WRITE_CODES: frozenset[int] = frozenset(
+    {
+        RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
+        RequestCode.CONTROLLER_ELECT_MASTER,
+        RequestCode.CONTROLLER_REGISTER_BROKER,
+        RequestCode.CONTROLLER_APPLY_BROKER_ID,
+        RequestCode.CLEAN_BROKER_DATA,
+    }
+)
+"""Requests that change replicated state: only the active controller serves them."""
+
+LEADER_ONLY_CODES: frozenset[int] = WRITE_CODES | {
+    RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
+    RequestCode.CONTROLLER_GET_REPLICA_INFO,
+    RequestCode.CONTROLLER_GET_SYNC_STATE_DATA,
+}
+"""Served by the active controller only; others answer CONTROLLER_NOT_LEADER.
+
+Every controller accepts BROKER_HEARTBEAT and answers CONTROLLER_GET_METADATA_INFO."""
+
+
+def not_leader_remark(active_addr: str | None) -> str:
+    return f"not active, active controller is {active_addr or 'unknown'}"
+
+
+_ACTIVE_RE = re.compile(r"active controller is (\S+)")
+
+
+def active_from_remark(remark: str | None) -> str | None:
+    """The active controller address carried by a CONTROLLER_NOT_LEADER remark."""
+    m = _ACTIVE_RE.search(remark or "")
+    if m is None or m.group(1) == "unknown":
+        return None
+    return m.group(1)
+
+
+class ProtocolError(ValueError):
+    """A header or body does not match the protocol; the message names the field."""
+
+
+# --------------------------------------------------------------------------- headers
+
+_SNAKE_RE = re.compile(r"_([a-z0-9])")
+
+
+def _camel(name: str) -> str:
+    return _SNAKE_RE.sub(lambda m: m.group(1).upper(), name)
+
+
+def _base_type(tp: Any) -> tuple[type, bool]:
+    """(scalar type, optional?) for ``int``, ``int | None``, ``Optional[int]``..."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0], True
+    return tp, False
+
+
+def _encode_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _decode_value(name: str, raw: str, tp: type) -> Any:
+    if tp is bool:
+        low = raw.strip().lower()
+        if low in ("true", "1"):
+            return True
+        if low in ("false", "0"):
+            return False
+        raise ProtocolError(f"header field {name!r} must be true or false, got {raw!r}")
+    if tp is int:
+        try:
+            return int(raw.strip())
+        except ValueError:
+            raise ProtocolError(f"header field {name!r} must be an integer, got {raw!r}") from None
+    return raw
+
+
+H = TypeVar("H", bound="Header")
+
+
+@dataclass(frozen=True)
+class _FieldSpec:
+    name: str
+    wire: str
+    tp: type
+    optional: bool
+    has_default: bool
+
+
+class Header:
+    """Base of typed headers: ``to_ext()`` and ``from_ext()`` / ``from_command()``."""
+
+    _specs_cache: ClassVar[dict[type, tuple[_FieldSpec, ...]]] = {}
+
+    @classmethod
+    def _specs(cls) -> tuple[_FieldSpec, ...]:
+        specs = Header._specs_cache.get(cls)
+        if specs is None:
+            hints = typing.get_type_hints(cls)
+            built = []
+            for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+                tp, optional = _base_type(hints[f.name])
+                has_default = (
+                    f.default is not dataclasses.MISSING
+                    or f.default_factory is not dataclasses.MISSING
+                )
+                built.append(_FieldSpec(f.name, _camel(f.name), tp, optional, has_default))
+            specs = tuple(built)
+            Header._specs_cache[cls] = specs
+        return specs
+
+    def to_ext(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for spec in self._specs():
+            value = getattr(self, spec.name)
+            if value is not None:
+                out[spec.wire] = _encode_value(value)
+        return out
+
+    @classmethod
+    def from_ext(cls: type[H], ext: dict[str, str]) -> H:
+        kwargs: dict[str, Any] = {}
+        for spec in cls._specs():
+            raw = ext.get(spec.wire)
+            if raw is None or (raw == "" and spec.tp is not str):
+                if spec.has_default:
+                    continue
+                if spec.optional:
+                    kwargs[spec.name] = None
+                    continue
+                raise ProtocolError(f"header field {spec.wire!r} is required")
+            kwargs[spec.name] = _decode_value(spec.wire, raw, spec.tp)
+        return cls(**kwargs)
+
+    @classmethod
+    def from_command(cls: type[H], cmd: RemotingCommand) -> H:
+        return cls.from_ext(cmd.ext_fields)
+
+
+@dataclass
+class BrokerHeartbeatRequestHeader(Header):
+    cluster_name: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int | None = None
+    epoch: int | None = None
+    max_offset: int | None = None
+    confirm_offset: int | None = None
+    heartbeat_timeout_mills: int | None = None
+    election_priority: int | None = None
+
+
+@dataclass
+class GetNextBrokerIdRequestHeader(Header):
+    cluster_name: str
+    broker_name: str
+
+
+@dataclass
+class GetNextBrokerIdResponseHeader(Header):
+    cluster_name: str
+    broker_name: str
+    next_broker_id: int
+
+
+@dataclass
+class ApplyBrokerIdRequestHeader(Header):
+    cluster_name: str
+    broker_name: str
+    applied_broker_id: int
+    register_check_code: str
+    """``brokerAddress;code``: the address before ``;`` is recorded for the id."""
+
+
+@dataclass
+class ApplyBrokerIdResponseHeader(Header):
+    cluster_name: str
+    broker_name: str
+
+
+@dataclass
+class RegisterBrokerToControllerRequestHeader(Header):
+    cluster_name: str
+    broker_name: str
+    broker_id: int
+    broker_address: str
+    invoke_time: int | None = None
+
+
+@dataclass
+class RegisterBrokerToControllerResponseHeader(Header):
+    cluster_name: str
+    broker_name: str
+    master_broker_id: int | None = None
+    master_address: str | None = None
+    master_epoch: int | None = None
+    sync_state_set_epoch: int | None = None
+
+
+@dataclass
+class AlterSyncStateSetRequestHeader(Header):
+    broker_name: str
+    master_broker_id: int
+    master_epoch: int
+    invoke_time: int | None = None
+
+
+@dataclass
+class AlterSyncStateSetResponseHeader(Header):
+    new_sync_state_set_epoch: int
+
+
+@dataclass
+class ElectMasterRequestHeader(Header):
+    cluster_name: str
+    broker_name: str
+    broker_id: int | None = None
+    """With ``designate_elect``: the broker the admin names; otherwise the requester."""
+    designate_elect: bool = False
+    invoke_time: int | None = None
+
+
+@dataclass
+class ElectMasterResponseHeader(Header):
+    master_broker_id: int | None = None
+    master_address: str | None = None
+    master_epoch: int | None = None
+    sync_state_set_epoch: int | None = None
+
+
+@dataclass
+class GetReplicaInfoRequestHeader(Header):
+    broker_name: str
+
+
+@dataclass
+class GetReplicaInfoResponseHeader(Header):
+    master_broker_id: int | None = None
+    master_address: str | None = None
+    master_epoch: int | None = None
+
+
+@dataclass
+class GetMetaDataResponseHeader(Header):
+    group: str
+    controller_leader_id: str | None
+    controller_leader_address: str | None
+    is_leader: bool
+    peers: str
+    """``n0-host:port;n1-host:port``, as controllerDLegerPeers."""
+    term: int = 0
+    self_id: str = ""
+    self_address: str = ""
+
+
+@dataclass
+class CleanControllerBrokerDataRequestHeader(Header):
+    cluster_name: str | None
+    broker_name: str
+    broker_controller_ids_to_clean: str | None = None
+    """Ids joined by ``;``; empty or absent means every broker of the group."""
+    is_clean_living_broker: bool = False
+    invoke_time: int | None = None
+
+
+@dataclass
+class NotifyBrokerRoleChangedRequestHeader(Header):
+    master_address: str | None
+    master_epoch: int
+    sync_state_set_epoch: int
+    master_broker_id: int | None
+
+
+@dataclass
+class GetBrokerEpochCacheRequestHeader(Header):
+    """Sent to a broker (its listen address); no fields."""
+
+
+def parse_id_list(raw: str | None) -> list[int]:
+    """``"1;2;3"`` -> ``[1, 2, 3]``; raises ProtocolError on a non-integer."""
+    out: list[int] = []
+    for part in (raw or "").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise ProtocolError(f"broker id {part!r} is not an integer") from None
+    return out
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+def encode_json(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def decode_json(body: bytes, what: str) -> Any:
+    if not body:
+        raise ProtocolError(f"{what}: body is required")
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"{what}: body is not valid JSON: {exc}") from None
+
+
+def _as_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ProtocolError(f"{what} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ProtocolError(f"{what} must be an integer, got {value!r}") from None
+
+
+def _as_obj(data: Any, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{what} must be a JSON object")
+    return data
+
+
+@dataclass
+class SyncStateSetBody:
+    """``{"syncStateSet": [brokerId...], "syncStateSetEpoch": n}``."""
+
+    sync_state_set: set[int]
+    sync_state_set_epoch: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "syncStateSet": sorted(self.sync_state_set),
+            "syncStateSetEpoch": self.sync_state_set_epoch,
+        }
+
+    def encode(self) -> bytes:
+        return encode_json(self.to_json())
+
+    @classmethod
+    def from_json(cls, data: Any) -> SyncStateSetBody:
+        obj = _as_obj(data, "SyncStateSet")
+        members = obj.get("syncStateSet")
+        if not isinstance(members, list):
+            raise ProtocolError("SyncStateSet.syncStateSet must be a list of broker ids")
+        return cls(
+            {_as_int(m, "SyncStateSet member") for m in members},
+            _as_int(obj.get("syncStateSetEpoch", 0), "syncStateSetEpoch"),
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> SyncStateSetBody:
+        return cls.from_json(decode_json(body, "SyncStateSet"))
+
+
+@dataclass
+class BrokerMemberGroup:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "brokerName": self.broker_name,
+            "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> BrokerMemberGroup:
+        obj = _as_obj(data, "BrokerMemberGroup")
+        addrs = _as_obj(obj.get("brokerAddrs") or {}, "brokerAddrs")
+        return cls(
+            str(obj.get("cluster", "")),
+            str(obj.get("brokerName", "")),
+            {_as_int(k, "broker id"): str(v) for k, v in addrs.items()},
+        )
+
+
+@dataclass
+class ElectMasterResponseBody:
+    broker_member_group: BrokerMemberGroup | None
+    sync_state_set: set[int]
+
+    def encode(self) -> bytes:
+        return encode_json(
+            {
+                "brokerMemberGroup": (
+                    self.broker_member_group.to_json() if self.broker_member_group else None
+                ),
+                "syncStateSet": sorted(self.sync_state_set),
+            }
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> ElectMasterResponseBody:
+        obj = _as_obj(decode_json(body, "ElectMasterResponseBody"), "ElectMasterResponseBody")
+        group = obj.get("brokerMemberGroup")
+        members = obj.get("syncStateSet") or []
+        if not isinstance(members, list):
+            raise ProtocolError("ElectMasterResponseBody.syncStateSet must be a list")
+        return cls(
+            BrokerMemberGroup.from_json(group) if group is not None else None,
+            {_as_int(m, "SyncStateSet member") for m in members},
+        )
+
+
+@dataclass
+class ReplicaIdentity:
+    broker_name: str
+    broker_id: int
+    broker_address: str
+    alive: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerName": self.broker_name,
+            "brokerId": self.broker_id,
+            "brokerAddress": self.broker_address,
+            "alive": self.alive,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ReplicaIdentity:
+        obj = _as_obj(data, "ReplicaIdentity")
+        return cls(
+            str(obj.get("brokerName", "")),
+            _as_int(obj.get("brokerId"), "brokerId"),
+            str(obj.get("brokerAddress", "")),
+            bool(obj.get("alive", False)),
+        )
+
+
+@dataclass
+class ReplicasInfo:
+    master_broker_id: int | None
+    master_address: str | None
+    master_epoch: int
+    sync_state_set_epoch: int
+    in_sync_replicas: list[ReplicaIdentity] = field(default_factory=list)
+    not_in_sync_replicas: list[ReplicaIdentity] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "masterBrokerId": self.master_broker_id,
+            "masterAddress": self.master_address,
+            "masterEpoch": self.master_epoch,
+            "syncStateSetEpoch": self.sync_state_set_epoch,
+            "inSyncReplicas": [r.to_json() for r in self.in_sync_replicas],
+            "notInSyncReplicas": [r.to_json() for r in self.not_in_sync_replicas],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ReplicasInfo:
+        obj = _as_obj(data, "ReplicasInfo")
+        mid = obj.get("masterBrokerId")
+        return cls(
+            None if mid is None else _as_int(mid, "masterBrokerId"),
+            obj.get("masterAddress"),
+            _as_int(obj.get("masterEpoch", 0), "masterEpoch"),
+            _as_int(obj.get("syncStateSetEpoch", 0), "syncStateSetEpoch"),
+            [ReplicaIdentity.from_json(r) for r in obj.get("inSyncReplicas") or []],
+            [ReplicaIdentity.from_json(r) for r in obj.get("notInSyncReplicas") or []],
+        )
+
+
+@dataclass
+class BrokerReplicasInfo:
+    """Response body of CONTROLLER_GET_SYNC_STATE_DATA: ``{"replicasInfoTable": {name: ...}}``."""
+
+    replicas_info_table: dict[str, ReplicasInfo] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        return encode_json(
+            {
+                "replicasInfoTable": {
+                    name: info.to_json() for name, info in sorted(self.replicas_info_table.items())
+                }
+            }
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> BrokerReplicasInfo:
+        obj = _as_obj(decode_json(body, "BrokerReplicasInfo"), "BrokerReplicasInfo")
+        table = _as_obj(obj.get("replicasInfoTable") or {}, "replicasInfoTable")
+        return cls({str(k): ReplicasInfo.from_json(v) for k, v in table.items()})
+
+
+def encode_broker_names(names: list[str]) -> bytes:
+    """Request body of CONTROLLER_GET_SYNC_STATE_DATA: a JSON list of broker names."""
+    return encode_json(list(names))
+
+
+def decode_broker_names(body: bytes) -> list[str]:
+    data = decode_json(body, "broker names")
+    if not isinstance(data, list) or not all(isinstance(n, str) for n in data):
+        raise ProtocolError("broker names must be a JSON list of strings")
+    return list(data)
+
+
+@dataclass
+class EpochEntry:
+    epoch: int
+    start_offset: int
+    end_offset: int = -1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "startOffset": self.start_offset, "endOffset": self.end_offset}
+
+    @classmethod
+    def from_json(cls, data: Any) -> EpochEntry:
+        obj = _as_obj(data, "EpochEntry")
+        return cls(
+            _as_int(obj.get("epoch"), "epoch"),
+            _as_int(obj.get("startOffset"), "startOffset"),
+            _as_int(obj.get("endOffset", -1), "endOffset"),
+        )
+
+
+@dataclass
+class EpochEntryCache:
+    """Response body of GET_BROKER_EPOCH_CACHE, answered by a broker."""
+
+    cluster_name: str
+    broker_name: str
+    broker_id: int
+    epoch_list: list[EpochEntry]
+    max_offset: int
+
+    def encode(self) -> bytes:
+        return encode_json(
+            {
+                "clusterName": self.cluster_name,
+                "brokerName": self.broker_name,
+                "brokerId": self.broker_id,
+                "epochList": [e.to_json() for e in self.epoch_list],
+                "maxOffset": self.max_offset,
+            }
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> EpochEntryCache:
+        obj = _as_obj(decode_json(body, "EpochEntryCache"), "EpochEntryCache")
+        return cls(
+            str(obj.get("clusterName", "")),
+            str(obj.get("brokerName", "")),
+            _as_int(obj.get("brokerId", 0), "brokerId"),
+            [EpochEntry.from_json(e) for e in obj.get("epochList") or []],
+            _as_int(obj.get("maxOffset", 0), "maxOffset"),
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def request(code: int, header: Header | None = None, body: bytes = b"") -> RemotingCommand:
+    cmd = RemotingCommand(code=int(code), body=body)
+    if header is not None:
+        cmd.ext_fields = header.to_ext()
+    return cmd
+
+
+def response(
+    req: RemotingCommand,
+    code: int = ControllerResponseCode.SUCCESS,
+    remark: str | None = None,
+    header: Header | None = None,
+    body: bytes = b"",
+) -> RemotingCommand:
+    resp = req.response(code, remark=remark, body=body)
+    if header is not None:
+        resp.ext_fields = header.to_ext()
+    return resp
+
+
+def code_name(code: int) -> str:
+    try:
+        return ControllerResponseCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def request_name(code: int) -> str:
+    try:
+        return RequestCode(code).name
+    except ValueError:
+        return str(code)
