@@ -14,7 +14,7 @@ Usage in a test module::
   whole 127/8 to loopback) and a port the kernel reports free on it.
 - The ``procs`` fixture yields a ``Procs`` that SIGKILLs and reaps every process it
   started when the test ends, pass or fail; each child's output goes to a log file
-  under the test's ``tmp_path``, and ``procs.output(p)`` reads it for failure messages.
+  under the test's ``tmp_path``, and ``procs.output(p)`` / ``procs.output_of(name)`` read it back.
 """
 
 from __future__ import annotations
@@ -75,6 +75,11 @@ class Procs:
     def python(self, *args: str, name: str) -> subprocess.Popen[bytes]:
         """Spawn ``sys.executable *args`` (e.g. ``-m mqcluster.raft.main ...``)."""
         return self.spawn([sys.executable, *args], name=name)
+
+    def output_of(self, name: str) -> str:
+        """Output of every process spawned under ``name``, oldest first."""
+        logs = sorted(self.log_dir.glob(f"{name}.*.log"), key=lambda q: int(q.name.split(".")[1]))
+        return "".join(q.read_text(errors="replace") for q in logs)
 
     def output(self, p: subprocess.Popen[bytes]) -> str:
         path = self._logs.get(p.pid)

@@ -178,8 +178,16 @@ class Connection:
 
     async def close(self) -> None:
         self._reader_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
+        try:
             await self._reader_task
+        except asyncio.CancelledError:
+            # Swallow only the reader's own cancellation, never the caller's.
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                self._shutdown()
+                raise
+        except Exception:
+            log.debug("reader of %s ended with an error", self.peer, exc_info=True)
         self._shutdown()
         for task in list(self._tasks):
             task.cancel()

@@ -1,0 +1,669 @@
+"""asyncio runner of one Raft group member: core + disk log + transport + state machine.
+
+One driver task owns the order of effects: for each ``Ready`` of the core it
+persists (hard state, snapshot, truncation, entries: one fsync per batch, in a
+worker thread so the loop keeps serving), then sends the messages, then
+applies the committed entries, then calls ``advance``. Message handlers and the
+tick timer step the core directly (the core allows it while a Ready is out)
+and wake the driver. Proposals are queued and handed to the core as one batch
+per driver round, so concurrent callers share appends and fsyncs.
+
+Two departures from the plain Ready order, both safe: a leader sends its
+AppendRequests before its own fsync completes (it counts itself towards a
+commit only after ``advance``), and committed entries are applied as soon as
+the core reports them committed, not after the next fsync (they are durable on
+a majority; the state machine is rebuilt from disk after a crash).
+
+Embedding (e.g. the controller), sharing the process's registry and server::
+
+    registry = HandlerRegistry()
+    runner = RaftRunner("c0", peers, store_dir, state_machine, RaftConfig(), registry=registry)
+    server = RpcServer(host, port, registry)        # listening on peers["c0"]
+    await server.start(); await runner.start()
+    runner.on_role_change.append(lambda status: ...)  # RaftStatus on every role/term change
+    result = await runner.propose(data)  # RaftNotLeaderError(leader_id, leader_addr) elsewhere
+    runner.status()                      # role, term, leader_id, leader_addr, commit_index, ...
+    await runner.stop(); await server.stop()
+
+Without ``registry`` the runner serves ``peers[node_id]`` itself (``runner.registry``
+is then its own, and more handlers may be registered on it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from mqcluster.raft.codec import (
+    RAFT_MESSAGE_CODES,
+    EntriesBodyCache,
+    decode_message,
+    encode_message,
+)
+from mqcluster.raft.core import RaftNode
+from mqcluster.raft.storage import RaftLog
+from mqcluster.raft.types import (
+    AppendRequest,
+    Entry,
+    EntryType,
+    HeartbeatRequest,
+    Membership,
+    Message,
+    NotLeaderError,
+    RaftConfig,
+    Ready,
+    Role,
+    Snapshot,
+    SnapshotMeta,
+)
+from mqcluster.wire.frame import RemotingCommand, encode_frame
+from mqcluster.wire.rpc import (
+    Connection,
+    HandlerRegistry,
+    RpcClient,
+    RpcError,
+    RpcServer,
+    split_addr,
+)
+
+log = logging.getLogger(__name__)
+
+_LEADER_PUSH = (AppendRequest, HeartbeatRequest)
+
+
+class StateMachine(Protocol):
+    """What the group replicates. Only NORMAL entries are applied; the result goes
+    back to the proposer. ``snapshot``/``restore`` must round-trip the whole state."""
+
+    def apply(self, entry: Entry) -> Any: ...
+
+    def snapshot(self) -> bytes: ...
+
+    def restore(self, data: bytes) -> None: ...
+
+
+class RaftNotLeaderError(NotLeaderError):
+    """Not the leader; ``leader_id``/``leader_addr`` say where to go (None if unknown)."""
+
+    def __init__(self, leader_id: str | None, leader_addr: str | None) -> None:
+        super().__init__(leader_id)
+        self.leader_addr = leader_addr
+
+
+class ProposalError(Exception):
+    """A proposal was accepted but will never be applied as proposed (lost leadership,
+    overwritten by another leader's entries, timed out, or the runner stopped)."""
+
+
+@dataclass(frozen=True)
+class RaftStatus:
+    node_id: str
+    role: Role
+    term: int
+    leader_id: str | None
+    leader_addr: str | None
+    commit_index: int
+    applied_index: int
+    last_index: int
+    snapshot_index: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.node_id,
+            "role": self.role.value,
+            "term": self.term,
+            "leader": self.leader_id,
+            "leaderAddr": self.leader_addr,
+            "commitIndex": self.commit_index,
+            "appliedIndex": self.applied_index,
+            "lastIndex": self.last_index,
+            "snapshotIndex": self.snapshot_index,
+        }
+
+
+@dataclass
+class RunnerOptions:
+    tick_interval: float = 0.01
+    snapshot_every: int = 50_000  # applied entries between snapshots; 0 = never
+    propose_timeout: float = 10.0
+    segment_bytes: int = 64 * 1024 * 1024
+    reconnect_backoff: float = 0.05
+
+
+def parse_peers(spec: str) -> dict[str, str]:
+    """DLedger peer syntax ``n0-host:port;n1-host:port`` -> ``{"n0": "host:port", ...}``."""
+    peers: dict[str, str] = {}
+    for part in spec.replace(",", ";").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        node_id, sep, addr = part.partition("-")
+        if not sep or not node_id:
+            raise ValueError(f"peer {part!r} is not id-host:port")
+        split_addr(addr)
+        if node_id in peers:
+            raise ValueError(f"peer id {node_id!r} listed twice")
+        peers[node_id] = addr
+    if not peers:
+        raise ValueError("no peers given")
+    return peers
+
+
+@dataclass
+class RunnerStats:
+    """Counters since start: how well writes are batched and what the disk costs."""
+
+    readies: int = 0
+    persists: int = 0  # fsync'd batches (hard state and snapshots included)
+    persisted_entries: int = 0
+    persist_seconds: float = 0.0
+    proposals: int = 0  # propose_batch calls handed to the core
+    proposed_entries: int = 0
+
+
+@dataclass(slots=True)
+class _Proposal:
+    datas: list[bytes]
+    future: asyncio.Future[list[Any]]
+    first: int = 0
+    last: int = 0
+    term: int = 0
+    results: list[Any] = field(default_factory=list)
+
+
+class _PeerSender:
+    """Ordered one-way delivery to one peer; drops what it cannot deliver (Raft retries)."""
+
+    def __init__(
+        self, client: RpcClient, peer: str, addr: str, backoff: float, cache: EntriesBodyCache
+    ) -> None:
+        self.client, self.peer, self.addr, self.backoff = client, peer, addr, backoff
+        self.cache = cache
+        self.pending: list[Message] = []
+        self.wake = asyncio.Event()
+        self.reachable = True
+        self.closed = False
+        self.task = asyncio.create_task(self._run(), name=f"raft-send-{peer}")
+
+    def push(self, msg: Message) -> None:
+        self.pending.append(msg)
+        self.wake.set()
+
+    async def _run(self) -> None:
+        # ``closed`` is checked as well as cancellation: on Python 3.11 a cancel can be
+        # lost inside ``asyncio.wait_for`` (used when connecting).
+        while not self.closed:
+            await self.wake.wait()
+            self.wake.clear()
+            if not self.pending or self.closed:
+                continue
+            try:
+                conn = await self.client.connection(self.addr)
+            except RpcError as exc:
+                self._unreachable(f"{exc}")
+                await asyncio.sleep(self.backoff)
+                continue
+            batch, self.pending = self.pending, []
+            cache = self.cache
+            data = b"".join([encode_frame(encode_message(m, cache)) for m in batch])
+            try:
+                conn.writer.write(data)
+                await conn.writer.drain()
+            except (ConnectionError, OSError) as exc:
+                # The connection's reader sees the failure too and marks it closed.
+                self._unreachable(f"send failed: {exc}")
+                continue
+            if not self.reachable:
+                log.info("peer %s at %s reachable again", self.peer, self.addr)
+                self.reachable = True
+
+    def _unreachable(self, reason: str) -> None:
+        self.pending.clear()
+        if self.reachable:
+            log.info("peer %s at %s unreachable: %s", self.peer, self.addr, reason)
+            self.reachable = False
+
+    async def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+class RaftRunner:
+    def __init__(
+        self,
+        node_id: str,
+        peers: dict[str, str],
+        store_dir: str | Path,
+        state_machine: StateMachine,
+        config: RaftConfig | None = None,
+        *,
+        registry: HandlerRegistry | None = None,
+        options: RunnerOptions | None = None,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if node_id not in peers:
+            raise ValueError(f"node id {node_id!r} is not among the peers {sorted(peers)}")
+        self.node_id = node_id
+        self.peers = dict(peers)
+        self.store_dir = Path(store_dir)
+        self.state_machine = state_machine
+        self.config = config or RaftConfig()
+        self.options = options or RunnerOptions()
+        self._own_server = registry is None
+        self.registry = registry or HandlerRegistry()
+        self._rng = rng or random.Random()
+        self._clock = clock
+        self.on_role_change: list[Callable[[RaftStatus], None]] = []
+
+        self._log: RaftLog | None = None
+        # One thread for all disk writes: RaftLog has a single writer.
+        self._io = ThreadPoolExecutor(1, thread_name_prefix=f"raft-io-{node_id}")
+        self._node: RaftNode | None = None
+        self._server: RpcServer | None = None
+        self._client: RpcClient | None = None
+        self._senders: dict[str, _PeerSender] = {}
+        self._bodies = EntriesBodyCache()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self.failure: BaseException | None = None
+        self._proposals: list[_Proposal] = []
+        self._waiting: deque[_Proposal] = deque()
+        self._applied = 0
+        self._handed_commit = 0  # highest commit index the core has handed out in a Ready
+        self._pending_compact: tuple[int, bytes] | None = None
+        self._seen: tuple[Role, int, str | None] | None = None
+        self._unknown_peers_logged: set[str] = set()
+        self.stats = RunnerStats()
+        self._stop_task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        self._log = await asyncio.to_thread(
+            RaftLog, self.store_dir, segment_bytes=self.options.segment_bytes
+        )
+        state = self._log.load()
+        if state.snapshot is not None:
+            self.state_machine.restore(state.snapshot.data)
+            self._applied = self._handed_commit = state.snapshot.meta.index
+        self._node = RaftNode(
+            self.node_id,
+            self.config,
+            Membership(voters=sorted(self.peers)),
+            hard_state=state.hard_state,
+            snapshot=state.snapshot,
+            entries=state.entries,
+            rng=self._rng,
+            now=self._clock(),
+        )
+        log.info(
+            "%s: starting, term %d, log %d..%d, snapshot at %d",
+            self.node_id, state.hard_state.term, self._log.first_index, self._log.last_index,
+            self._log.snapshot_index,
+        )
+        for code in RAFT_MESSAGE_CODES:
+            self.registry.register(code, self._on_message)
+        self._client = RpcClient(connect_timeout=0.5)
+        if self._own_server:
+            host, port = split_addr(self.peers[self.node_id])
+            self._server = RpcServer(host, port, self.registry)
+            await self._server.start()
+        self._tasks = [
+            asyncio.create_task(self._drive(), name=f"raft-drive-{self.node_id}"),
+            asyncio.create_task(self._tick_loop(), name=f"raft-tick-{self.node_id}"),
+        ]
+
+    async def stop(self) -> None:
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        self._stopping = True
+        self._wake.set()
+        ticker = self._tasks[1] if len(self._tasks) > 1 else None
+        if ticker is not None:
+            ticker.cancel()
+        # The driver finishes the Ready it is persisting, then exits on its own.
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._fail_all(ProposalError("raft runner stopped"))
+        for sender in self._senders.values():
+            await sender.close()
+        if self._server is not None:
+            await self._server.stop()
+        if self._client is not None:
+            await self._client.close()
+        if self._log is not None:
+            self._log.close()
+        self._io.shutdown(wait=False)
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def node(self) -> RaftNode:
+        if self._node is None:
+            raise RuntimeError("runner not started")
+        return self._node
+
+    def status(self) -> RaftStatus:
+        node = self.node
+        leader = node.leader_id
+        return RaftStatus(
+            node_id=self.node_id,
+            role=node.role,
+            term=node.term,
+            leader_id=leader,
+            leader_addr=self.peers.get(leader) if leader else None,
+            commit_index=node.commit_index,
+            applied_index=self._applied,
+            last_index=node.last_index,
+            snapshot_index=node.snapshot_index,
+        )
+
+    @property
+    def is_leader(self) -> bool:
+        return self._node is not None and self._node.role == Role.LEADER
+
+    def not_leader_error(self) -> RaftNotLeaderError:
+        leader = self._node.leader_id if self._node is not None else None
+        if leader == self.node_id:  # a leader refusing writes while transferring
+            leader = self._node.transferee if self._node is not None else None
+        return RaftNotLeaderError(leader, self.peers.get(leader) if leader else None)
+
+    async def propose(self, data: bytes, timeout: float | None = None) -> Any:
+        """Replicate ``data``; returns the state machine's result once applied here."""
+        return (await self.propose_batch([data], timeout))[0]
+
+    async def propose_batch(
+        self, datas: Sequence[bytes], timeout: float | None = None
+    ) -> list[Any]:
+        """Replicate several values as consecutive entries; one result per value."""
+        if self._stopping or self.failure is not None:
+            raise ProposalError("raft runner stopped")
+        if not self.is_leader or self.node.transferee is not None:
+            raise self.not_leader_error()
+        if not datas:
+            return []
+        proposal = _Proposal(list(datas), asyncio.get_running_loop().create_future())
+        self._proposals.append(proposal)
+        self._wake.set()
+        try:
+            return await asyncio.wait_for(
+                proposal.future, timeout if timeout is not None else self.options.propose_timeout
+            )
+        except TimeoutError as exc:
+            raise ProposalError(
+                f"proposal not applied within the timeout (last index {proposal.last})"
+            ) from exc
+
+    def transfer_leadership(self, target: str) -> None:
+        self.node.transfer_leadership(target, self._clock())
+        self._wake.set()
+
+    # ------------------------------------------------------------------ inbound
+
+    async def _on_message(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        msg = decode_message(cmd)
+        if self._node is not None and not self._stopping:
+            self._node.step(msg, self._clock())
+            self._apply_ahead()
+            self._wake.set()
+        return None
+
+    async def _tick_loop(self) -> None:
+        interval = self.options.tick_interval
+        node = self.node
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                node.tick(self._clock())
+            except Exception as exc:
+                self._crash("raft tick", exc)
+                return
+            self._apply_ahead()
+            self._wake.set()
+
+    # ------------------------------------------------------------------ the driver
+
+    async def _drive(self) -> None:
+        node = self.node
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._stopping:
+                await self._wake.wait()
+                self._wake.clear()
+                self._take_proposals()
+                while not self._stopping and node.has_ready():
+                    rd = node.ready()
+                    await self._handle(rd, loop)
+                    node.advance(rd)
+                    self._take_proposals()
+                    await self._maybe_snapshot()
+        except Exception as exc:
+            # Without durable storage this member must not take part any more.
+            self._crash("raft driver", exc)
+
+    def _crash(self, where: str, exc: Exception) -> None:
+        log.exception("%s: %s failed; stopping this member", self.node_id, where)
+        self.failure = exc
+        self._fail_all(ProposalError(f"raft runner failed: {exc!r}"))
+        self._stop_task = asyncio.get_running_loop().create_task(self.stop())
+
+    async def _handle(self, rd: Ready, loop: asyncio.AbstractEventLoop) -> None:
+        """Persist, send and apply one Ready (``advance`` is the caller's)."""
+        stats = self.stats
+        stats.readies += 1
+        self._handed_commit = max(self._handed_commit, rd.commit_index)
+        messages, committed = rd.messages, rd.committed
+        if rd.snapshot is None and committed:
+            # Committed entries are durable on a majority already: applying them
+            # does not need this member's copy on disk (after a crash the state
+            # machine is rebuilt from the log), so proposers get their results
+            # without waiting for this Ready's fsync.
+            self._apply(committed)
+            committed = []
+        if (
+            rd.hard_state is not None
+            or rd.snapshot is not None
+            or rd.truncate_from is not None
+            or rd.entries
+            or rd.compacted_to is not None
+        ):
+            if rd.hard_state is None and rd.role == Role.LEADER:
+                # Raft thesis 10.2.1: a leader may replicate its entries while it
+                # writes them; it counts itself towards a commit only once
+                # ``advance`` reports them durable. Everything else (votes, a
+                # follower's acks) waits for the fsync.
+                self._send([m for m in messages if isinstance(m, _LEADER_PUSH)])
+                messages = [m for m in messages if not isinstance(m, _LEADER_PUSH)]
+            t0 = time.perf_counter()
+            await loop.run_in_executor(self._io, self._persist, rd)
+            stats.persists += 1
+            stats.persisted_entries += len(rd.entries)
+            stats.persist_seconds += time.perf_counter() - t0
+        if rd.snapshot is not None:
+            self._restore(rd.snapshot)
+        self._send(messages)
+        self._apply(committed)
+        self._observe(rd)
+
+    def _persist(self, rd: Ready) -> None:
+        """Runs in a worker thread: everything here must be durable before sending."""
+        store = self._log
+        assert store is not None
+        if rd.hard_state is not None:
+            store.save_hard_state(rd.hard_state)
+        if rd.snapshot is not None:
+            store.save_snapshot(rd.snapshot)
+        if rd.truncate_from is not None:
+            store.truncate_from(rd.truncate_from)
+        if rd.entries:
+            store.append(rd.entries)
+        if rd.compacted_to is not None:
+            store.compact(rd.compacted_to)
+
+    def _restore(self, snap: Snapshot) -> None:
+        self.state_machine.restore(snap.data)
+        self._applied = snap.meta.index
+        while self._waiting and self._waiting[0].first <= snap.meta.index:
+            self._settle(self._waiting.popleft(), ProposalError("replaced by a leader's snapshot"))
+
+    def _send(self, messages: Sequence[Message]) -> None:
+        senders = self._senders
+        for msg in messages:
+            sender = senders.get(msg.dst)
+            if sender is None:
+                addr = self.peers.get(msg.dst)
+                if addr is None:
+                    if msg.dst not in self._unknown_peers_logged:
+                        log.warning("%s: no address for member %s", self.node_id, msg.dst)
+                        self._unknown_peers_logged.add(msg.dst)
+                    continue
+                assert self._client is not None
+                sender = _PeerSender(
+                    self._client, msg.dst, addr, self.options.reconnect_backoff, self._bodies
+                )
+                senders[msg.dst] = sender
+            sender.push(msg)
+
+    def _apply_ahead(self) -> None:
+        """Apply what the core has committed without waiting for the next Ready.
+
+        The driver hands out committed entries only between fsyncs; an ack that
+        commits entries while this member is fsyncing the next batch would wait
+        for that fsync. Entries up to the commit index never change, so they can
+        be applied now; the next Ready's ``committed`` then skips them."""
+        node = self._node
+        if node is None or node.commit_index <= self._applied:
+            return
+        entries = node.entries(self._applied + 1, node.commit_index)
+        if entries and entries[0].index == self._applied + 1:
+            self._apply(entries)
+
+    def _apply(self, committed: list[Entry]) -> None:
+        if not committed or committed[-1].index <= self._applied:
+            return
+        if committed[0].index <= self._applied:
+            committed = committed[self._applied + 1 - committed[0].index :]
+        sm = self.state_machine
+        waiting = self._waiting
+        for entry in committed:
+            result = sm.apply(entry) if entry.type == EntryType.NORMAL else None
+            self._applied = entry.index
+            if not waiting:
+                continue
+            while waiting and waiting[0].last < entry.index:
+                self._settle(waiting.popleft(), ProposalError("entry skipped"))
+            if waiting and waiting[0].first <= entry.index:
+                p = waiting[0]
+                if entry.term != p.term:
+                    waiting.popleft()
+                    self._settle(
+                        p, ProposalError(f"entry {entry.index} was overwritten by another leader")
+                    )
+                    continue
+                p.results.append(result)
+                if entry.index == p.last:
+                    waiting.popleft()
+                    if not p.future.done():
+                        p.future.set_result(p.results)
+
+    def _take_proposals(self) -> None:
+        if not self._proposals:
+            return
+        batch, self._proposals = self._proposals, []
+        node = self.node
+        datas = batch[0].datas if len(batch) == 1 else [d for p in batch for d in p.datas]
+        self.stats.proposals += 1
+        self.stats.proposed_entries += len(datas)
+        try:
+            indexes = node.propose_batch(datas)
+        except NotLeaderError:
+            for p in batch:
+                self._settle(p, self.not_leader_error())
+            return
+        pos = 0
+        term = node.term
+        for p in batch:
+            p.first, p.last, p.term = indexes[pos], indexes[pos + len(p.datas) - 1], term
+            pos += len(p.datas)
+            self._waiting.append(p)
+
+    async def _maybe_snapshot(self) -> None:
+        node = self.node
+        pending = self._pending_compact
+        if pending is not None:
+            # The core compacts only what it has handed out as committed.
+            if self._handed_commit >= pending[0]:
+                node.compact(*pending)
+                self._pending_compact = None
+            return
+        every = self.options.snapshot_every
+        index = self._applied
+        assert self._log is not None
+        if not every or index - node.snapshot_index < every:
+            return
+        if index > self._log.last_index:
+            return  # applied ahead of this member's own disk: wait for it
+        # The snapshot records the membership at ``index``: only take it when no
+        # membership change follows, so the current membership is that one.
+        later = node.entries(index + 1, node.last_index)
+        if any(e.type == EntryType.CONFIG for e in later):
+            return
+        (entry,) = node.entries(index, index)
+        data = self.state_machine.snapshot()
+        snap = Snapshot(SnapshotMeta(index, entry.term, node.membership), data)
+        await asyncio.get_running_loop().run_in_executor(self._io, self._log.save_snapshot, snap)
+        log.info("%s: snapshot at index %d (%d bytes)", self.node_id, index, len(data))
+        self._pending_compact = (index, data)
+        await self._maybe_snapshot()
+
+    def _observe(self, rd: Ready) -> None:
+        seen = (rd.role, rd.term, rd.leader_id)
+        if seen == self._seen:
+            return
+        self._seen = seen
+        log.info(
+            "%s: role %s, term %d, leader %s", self.node_id, rd.role.value, rd.term, rd.leader_id
+        )
+        if rd.role != Role.LEADER:
+            # Proposals queued here cannot be proposed any more.
+            for p in self._proposals:
+                self._settle(p, self.not_leader_error())
+            self._proposals = []
+        status = self.status()
+        for callback in self.on_role_change:
+            try:
+                callback(status)
+            except Exception:
+                log.exception("role change callback failed")
+
+    @staticmethod
+    def _settle(p: _Proposal, exc: BaseException) -> None:
+        if not p.future.done():
+            p.future.set_exception(exc)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        for p in [*self._proposals, *self._waiting]:
+            self._settle(p, exc)
+        self._proposals = []
+        self._waiting.clear()

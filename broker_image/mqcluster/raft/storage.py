@@ -1,0 +1,457 @@
+"""Durable Raft log: append-only segment files, hard state and snapshot files.
+
+Directory layout under ``root``::
+
+    hardstate                 term and vote (atomically replaced)
+    snapshot                  latest snapshot (atomically replaced)
+    log/<first-index>.seg     log segments, 20-digit zero-padded first index
+
+Record layout in a segment (big-endian)::
+
+    length(4) crc32(4) index(8) term(8) type(1) data
+
+``length`` counts index..data; the CRC covers the same bytes. A batch of
+records is written with one ``write`` and made durable with one ``fsync``.
+
+Recovery: an incomplete record (or a zero-filled or CRC-failing final record)
+at the very end of the last segment is a torn write from a crash and is cut
+off. Any other bad record raises ``CorruptLogError`` naming the file and the
+offset: skipping it would silently lose acknowledged entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import struct
+import zlib
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqcluster.raft import diskformat as fmt
+from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot
+
+log = logging.getLogger(__name__)
+
+_REC = struct.Struct(">IIQQB")
+_REC_HEAD = _REC.size  # 25
+_BODY_FIXED = _REC_HEAD - 8  # index+term+type = 17
+_IDX_TERM_TYPE = struct.Struct(">QQB")
+_LEN_CRC = struct.Struct(">II")
+_SEG_SUFFIX = ".seg"
+DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+MAX_RECORD_BYTES = 256 * 1024 * 1024
+_ENTRY_TYPES = frozenset(int(t) for t in EntryType)
+
+
+class CorruptLogError(Exception):
+    """A record that is not the torn tail of the log failed validation."""
+
+    def __init__(self, path: Path, offset: int, reason: str) -> None:
+        super().__init__(f"corrupt raft log {path} at offset {offset}: {reason}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+def encode_record(entry: Entry) -> bytes:
+    data = entry.data
+    body = _IDX_TERM_TYPE.pack(entry.index, entry.term, int(entry.type)) + data
+    return _LEN_CRC.pack(len(body), zlib.crc32(body)) + body
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a crash leaves the old or the new file, never a mix."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+@dataclass
+class _Segment:
+    path: Path
+    first_index: int
+    offsets: array[int] = field(default_factory=lambda: array("Q"))
+    terms: array[int] = field(default_factory=lambda: array("Q"))
+    size: int = 0
+
+    @property
+    def last_index(self) -> int:
+        return self.first_index + len(self.offsets) - 1
+
+
+@dataclass
+class LoadedState:
+    """What a node needs to restart: hard state, snapshot and the entries after it."""
+
+    hard_state: HardState
+    snapshot: Snapshot | None
+    entries: list[Entry]
+
+
+class RaftLog:
+    """The on-disk Raft log of one node. Not thread-safe: one writer at a time."""
+
+    def __init__(self, root: str | Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+        self.root = Path(root)
+        self.log_dir = self.root / "log"
+        self.segment_bytes = segment_bytes
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._segments: list[_Segment] = []
+        self._fd: int | None = None
+        self._snapshot_index = 0
+        self._snapshot_term = 0
+        self._hard_state = HardState(term=0, voted_for=None)
+        self._snapshot: Snapshot | None = None
+        self._recover()
+
+    # ------------------------------------------------------------------ recovery
+
+    def _recover(self) -> None:
+        for stale in self.root.glob("*.tmp"):
+            stale.unlink()
+        hs_path = self.root / "hardstate"
+        if hs_path.exists():
+            self._hard_state = fmt.decode_hard_state(hs_path.read_bytes(), hs_path)
+        snap_path = self.root / "snapshot"
+        if snap_path.exists():
+            self._snapshot = fmt.decode_snapshot(snap_path.read_bytes(), snap_path)
+            self._snapshot_index = self._snapshot.meta.index
+            self._snapshot_term = self._snapshot.meta.term
+        paths = sorted(self.log_dir.glob("*" + _SEG_SUFFIX))
+        for n, path in enumerate(paths):
+            seg = self._scan_segment(path, last=n == len(paths) - 1)
+            if self._segments and seg.offsets and seg.first_index != self._last_index() + 1:
+                raise CorruptLogError(
+                    path, 0, f"segment starts at index {seg.first_index}, "
+                    f"expected {self._last_index() + 1}"
+                )
+            if not seg.offsets:
+                if n != len(paths) - 1:
+                    raise CorruptLogError(path, 0, "empty segment before the last one")
+                # Created just before a crash; the next append recreates it.
+                path.unlink()
+                continue
+            self._segments.append(seg)
+        # A crash while installing or compacting to a snapshot can leave
+        # segments the snapshot covers or contradicts; finish the job.
+        if self._snapshot is not None:
+            idx, term = self._snapshot_index, self._snapshot_term
+            last = self._last_index()
+            first = self._segments[0].first_index if self._segments else idx + 1
+            if last < idx or (first <= idx and self.term_at_log(idx) != term):
+                self._drop_segments_upto(None)
+            else:
+                self._drop_segments_upto(idx)
+        if self._segments and self._segments[0].first_index > self._snapshot_index + 1:
+            seg = self._segments[0]
+            raise CorruptLogError(
+                seg.path, 0,
+                f"log starts at index {seg.first_index} but the snapshot "
+                f"ends at {self._snapshot_index}",
+            )
+        if self._segments:
+            self._open_tail()
+
+    def _scan_segment(self, path: Path, *, last: bool) -> _Segment:
+        first = int(path.name[: -len(_SEG_SUFFIX)])
+        seg = _Segment(path=path, first_index=first)
+        buf = path.read_bytes()
+        pos, end = 0, len(buf)
+        expected = first
+        while pos < end:
+            problem = _check_record(buf, pos, expected)
+            if problem is not None:
+                reason, at_tail = problem
+                if not (last and at_tail):
+                    raise CorruptLogError(path, pos, reason)
+                log.warning("truncating torn tail of %s at offset %d: %s", path, pos, reason)
+                with open(path, "r+b") as f:
+                    f.truncate(pos)
+                    os.fsync(f.fileno())
+                break
+            length, _crc, _index, term, _typ = _REC.unpack_from(buf, pos)
+            seg.offsets.append(pos)
+            seg.terms.append(term)
+            pos += 8 + length
+            expected += 1
+        seg.size = pos
+        return seg
+
+    def _open_tail(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def hard_state(self) -> HardState:
+        return self._hard_state
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    @property
+    def first_index(self) -> int:
+        """Index of the first entry after the snapshot (compaction keeps whole segments)."""
+        return self._snapshot_index + 1
+
+    @property
+    def snapshot_index(self) -> int:
+        return self._snapshot_index
+
+    def _last_index(self) -> int:
+        for seg in reversed(self._segments):
+            if seg.offsets:
+                return seg.last_index
+        return self._snapshot_index
+
+    @property
+    def last_index(self) -> int:
+        return self._last_index()
+
+    def _locate(self, index: int) -> tuple[_Segment, int]:
+        for seg in reversed(self._segments):
+            if seg.first_index <= index <= seg.last_index:
+                return seg, index - seg.first_index
+        raise IndexError(f"index {index} not in log [{self.first_index}, {self.last_index}]")
+
+    def term_at(self, index: int) -> int:
+        if index == self._snapshot_index:
+            return self._snapshot_term
+        return self.term_at_log(index)
+
+    def term_at_log(self, index: int) -> int:
+        seg, i = self._locate(index)
+        return seg.terms[i]
+
+    def entries(self, lo: int, hi: int | None = None) -> list[Entry]:
+        """Entries with ``lo <= index < hi`` (to the end when ``hi`` is None)."""
+        hi = self.last_index + 1 if hi is None else min(hi, self.last_index + 1)
+        if lo <= self._snapshot_index and lo < hi:
+            raise IndexError(f"index {lo} is compacted (first index {self.first_index})")
+        out: list[Entry] = []
+        for seg in self._segments:
+            if not seg.offsets or seg.last_index < lo or seg.first_index >= hi:
+                continue
+            a = max(lo, seg.first_index) - seg.first_index
+            b = min(hi - 1, seg.last_index) - seg.first_index
+            start = seg.offsets[a]
+            stop = seg.offsets[b + 1] if b + 1 < len(seg.offsets) else seg.size
+            with open(seg.path, "rb") as f:
+                f.seek(start)
+                buf = f.read(stop - start)
+            out.extend(_decode_records(buf))
+        return out
+
+    def load(self) -> LoadedState:
+        return LoadedState(self._hard_state, self._snapshot, self.entries(self.first_index))
+
+    # ------------------------------------------------------------------ writes
+
+    def save_hard_state(self, hs: HardState) -> None:
+        """Durably replace term/vote; must complete before any vote is answered."""
+        write_atomic(self.root / "hardstate", fmt.encode_hard_state(hs))
+        self._hard_state = hs
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append contiguous entries and fsync once.
+
+        An entry whose index is not ``last_index + 1`` first truncates the
+        log from that index (a conflicting suffix from an older leader).
+        """
+        if not entries:
+            return
+        first = entries[0].index
+        if first <= self.last_index:
+            self.truncate_from(first)
+        if first != self.last_index + 1:
+            raise ValueError(f"append at index {first} leaves a gap after {self.last_index}")
+        seg = self._segments[-1] if self._segments else None
+        if seg is None or seg.size >= self.segment_bytes:
+            seg = self._new_segment(first)
+        parts: list[bytes] = []
+        pos = seg.size
+        offsets, terms = seg.offsets, seg.terms
+        n_before = len(offsets)
+        try:
+            expected = first
+            pack_head, pack_len_crc, crc32 = _IDX_TERM_TYPE.pack, _LEN_CRC.pack, zlib.crc32
+            for e in entries:
+                if e.index != expected:
+                    raise ValueError(f"entries not contiguous: {e.index} after {expected - 1}")
+                expected += 1
+                # Same bytes as encode_record, without concatenating each record.
+                head = pack_head(e.index, e.term, e.type)
+                data = e.data
+                length = _BODY_FIXED + len(data)
+                parts += (pack_len_crc(length, crc32(data, crc32(head))), head, data)
+                offsets.append(pos)
+                terms.append(e.term)
+                pos += 8 + length
+            assert self._fd is not None
+            _write_all(self._fd, b"".join(parts))
+            os.fsync(self._fd)
+        except BaseException:
+            # Forget what is not durable; a partial write is cut off as a torn tail on reopen.
+            del offsets[n_before:]
+            del terms[n_before:]
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, seg.size)
+            raise
+        seg.size = pos
+
+    def _new_segment(self, first_index: int) -> _Segment:
+        path = self.log_dir / f"{first_index:020d}{_SEG_SUFFIX}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.close(fd)
+        fsync_dir(self.log_dir)
+        seg = _Segment(path=path, first_index=first_index)
+        self._segments.append(seg)
+        self._open_tail()
+        return seg
+
+    def truncate_from(self, index: int) -> None:
+        """Drop entries with index >= ``index`` (conflict truncation), durably."""
+        if index <= self._snapshot_index:
+            raise ValueError(
+                f"cannot truncate at {index}: the snapshot covers up to {self._snapshot_index}"
+            )
+        if index > self.last_index:
+            return
+        removed_files = False
+        while self._segments and self._segments[-1].first_index >= index:
+            seg = self._segments.pop()
+            seg.path.unlink()
+            removed_files = True
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._segments:
+            seg = self._segments[-1]
+            i = index - seg.first_index
+            if i < len(seg.offsets):
+                cut = seg.offsets[i]
+                del seg.offsets[i:]
+                del seg.terms[i:]
+                seg.size = cut
+                with open(seg.path, "r+b") as f:
+                    f.truncate(cut)
+                    os.fsync(f.fileno())
+            self._open_tail()
+        if removed_files:
+            fsync_dir(self.log_dir)
+
+    def save_snapshot(self, snap: Snapshot) -> None:
+        """Durably store ``snap`` and compact whole segments it covers.
+
+        If the snapshot is past the end of the log or disagrees with the
+        term at its index, the log is discarded: a follower installing a
+        leader's snapshot keeps nothing older.
+        """
+        write_atomic(self.root / "snapshot", fmt.encode_snapshot(snap))
+        self._snapshot = snap
+        idx, term = snap.meta.index, snap.meta.term
+        first = self._segments[0].first_index if self._segments else idx + 1
+        keep_log = first <= idx <= self.last_index and self.term_at_log(idx) == term
+        self._snapshot_index, self._snapshot_term = idx, term
+        if keep_log:
+            self._drop_segments_upto(idx)
+        else:
+            self._drop_segments_upto(None)
+
+    def compact(self, index: int) -> None:
+        """Remove whole segments whose entries all have index <= ``index`` (and the snapshot's)."""
+        self._drop_segments_upto(min(index, self._snapshot_index))
+
+    def _drop_segments_upto(self, index: int | None) -> None:
+        """Delete segments whose entries all have index <= ``index``; all when None."""
+        dropped = False
+        while self._segments:
+            seg = self._segments[0]
+            if index is not None and seg.offsets and seg.last_index > index:
+                break
+            self._segments.pop(0)
+            seg.path.unlink()
+            dropped = True
+        if not self._segments and self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if dropped:
+            fsync_dir(self.log_dir)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RaftLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _decode_records(buf: bytes) -> Iterable[Entry]:
+    pos, end = 0, len(buf)
+    unpack = _REC.unpack_from
+    while pos < end:
+        length, _crc, index, term, typ = unpack(buf, pos)
+        data = buf[pos + _REC_HEAD : pos + 8 + length]
+        yield Entry(index=index, term=term, type=EntryType(typ), data=data)
+        pos += 8 + length
+
+
+def _check_record(buf: bytes, pos: int, expected: int) -> tuple[str, bool] | None:
+    """None if the record at ``pos`` is valid, else (reason, could it be a torn tail).
+
+    Only a problem in the final bytes of the file can come from an
+    interrupted write; a bad record followed by more data is corruption.
+    """
+    end = len(buf)
+    if end - pos < 8:
+        return f"{end - pos} trailing bytes, shorter than a record header", True
+    length, crc = _LEN_CRC.unpack_from(buf, pos)
+    rec_end = pos + 8 + length
+    if length == 0 and not any(buf[pos:]):
+        return "zero-filled tail", True
+    if length < _BODY_FIXED or length > MAX_RECORD_BYTES:
+        return f"record length {length} out of range", rec_end >= end
+    if rec_end > end:
+        return f"record of {length} bytes cut short at end of file", True
+    if zlib.crc32(memoryview(buf)[pos + 8 : rec_end]) != crc:
+        return "CRC mismatch", rec_end == end
+    index, _term, typ = _IDX_TERM_TYPE.unpack_from(buf, pos + 8)
+    if index != expected:
+        return f"record index {index}, expected {expected}", False
+    if typ not in _ENTRY_TYPES:
+        return f"unknown entry type {typ}", False
+    return None

@@ -1,0 +1,218 @@
+"""The asyncio runner: three members in one event loop over real loopback TCP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqcluster.raft.node import (
+    ProposalError,
+    RaftNotLeaderError,
+    RaftRunner,
+    RaftStatus,
+    RunnerOptions,
+    parse_peers,
+)
+from mqcluster.raft.types import Entry, RaftConfig, Role
+from mqcluster.wire.rpc import HandlerRegistry, RpcServer
+from tests.procs import free_addr
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class ListMachine:
+    """Keeps every value; wakes waiters on each apply."""
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.changed = asyncio.Event()
+
+    def apply(self, entry: Entry) -> Any:
+        self.values.append(entry.data)
+        self.changed.set()
+        return len(self.values)
+
+    def snapshot(self) -> bytes:
+        return json.dumps([v.decode() for v in self.values]).encode()
+
+    def restore(self, data: bytes) -> None:
+        self.values = [v.encode() for v in json.loads(data)]
+        self.changed.set()
+
+    async def wait_for(self, pred: Callable[[list[bytes]], bool]) -> None:
+        while not pred(self.values):
+            self.changed.clear()
+            await self.changed.wait()
+
+
+class Group:
+    def __init__(self, root: Path, options: RunnerOptions) -> None:
+        self.root = root
+        self.options = options
+        host = f"127.0.0.{random.randint(2, 250)}"
+        self.peers = {f"n{i}": free_addr(host) for i in range(3)}
+        self.runners: dict[str, RaftRunner] = {}
+        self.machines: dict[str, ListMachine] = {}
+        self.role_changed = asyncio.Event()
+
+    async def start(self, node_id: str) -> RaftRunner:
+        sm = ListMachine()
+        runner = RaftRunner(
+            node_id,
+            self.peers,
+            self.root / node_id,
+            sm,
+            RaftConfig(),
+            options=self.options,
+            rng=random.Random(node_id),
+        )
+        runner.on_role_change.append(lambda _s: self.role_changed.set())
+        await runner.start()
+        self.runners[node_id], self.machines[node_id] = runner, sm
+        return runner
+
+    async def stop(self, node_id: str) -> None:
+        await self.runners.pop(node_id).stop()
+        self.machines.pop(node_id)
+
+    async def leader(self, exclude: str | None = None) -> RaftRunner:
+        while True:
+            for nid, r in self.runners.items():
+                s = r.status()
+                if nid != exclude and s.role == Role.LEADER:
+                    return r
+            self.role_changed.clear()
+            await self.role_changed.wait()
+
+
+@pytest.fixture
+async def group(tmp_path: Path) -> AsyncIterator[Group]:
+    g = Group(tmp_path, RunnerOptions(snapshot_every=0))
+    for nid in g.peers:
+        await g.start(nid)
+    try:
+        yield g
+    finally:
+        for nid in list(g.runners):
+            await g.stop(nid)
+
+
+async def test_elects_replicates_and_redirects(group: Group) -> None:
+    leader = await group.leader()
+    results = await asyncio.gather(*(leader.propose(f"v{i}".encode()) for i in range(50)))
+    assert sorted(results) == list(range(1, 51))
+    want = group.machines[leader.node_id].values
+    assert sorted(want) == sorted(f"v{i}".encode() for i in range(50))
+    for sm in group.machines.values():
+        await asyncio.wait_for(sm.wait_for(lambda v: len(v) == 50), 5)
+        assert sm.values == want
+    follower = next(r for r in group.runners.values() if r is not leader)
+    with pytest.raises(RaftNotLeaderError) as err:
+        await follower.propose(b"x")
+    assert err.value.leader_id == leader.node_id
+    assert err.value.leader_addr == group.peers[leader.node_id]
+    status = follower.status()
+    assert isinstance(status, RaftStatus)
+    assert status.role == Role.FOLLOWER and status.leader_id == leader.node_id
+    assert status.to_json()["leaderAddr"] == group.peers[leader.node_id]
+
+
+async def test_batch_proposal_results_in_order(group: Group) -> None:
+    leader = await group.leader()
+    first = await leader.propose(b"a")
+    results = await leader.propose_batch([b"b", b"c", b"d"])
+    assert results == [first + 1, first + 2, first + 3]
+
+
+async def test_failover_and_catch_up(group: Group) -> None:
+    old = await group.leader()
+    await old.propose_batch([b"a", b"b", b"c"])
+    await group.stop(old.node_id)
+    new = await group.leader(exclude=old.node_id)
+    await new.propose_batch([b"d", b"e"])
+    restarted = await group.start(old.node_id)
+    await asyncio.wait_for(
+        group.machines[old.node_id].wait_for(lambda v: v[-2:] == [b"d", b"e"]), 10
+    )
+    assert group.machines[old.node_id].values == group.machines[new.node_id].values
+    assert restarted.status().leader_id == new.node_id
+
+
+async def test_snapshot_restart_and_install(tmp_path: Path) -> None:
+    g = Group(tmp_path, RunnerOptions(snapshot_every=20, segment_bytes=2048))
+    for nid in g.peers:
+        await g.start(nid)
+    try:
+        leader = await g.leader()
+        lagging = next(n for n in g.peers if n != leader.node_id)
+        await g.stop(lagging)
+        for i in range(6):
+            await leader.propose_batch([f"{i}-{j}".encode() for j in range(10)])
+        assert leader.status().snapshot_index >= 40
+        assert (tmp_path / leader.node_id / "snapshot").exists()
+        # The lagging member is behind the leader's snapshot: it gets the snapshot.
+        await g.start(lagging)
+        await asyncio.wait_for(g.machines[lagging].wait_for(lambda v: len(v) == 60), 10)
+        assert g.machines[lagging].values == g.machines[leader.node_id].values
+        # A restart recovers from its own snapshot plus the log after it.
+        await g.stop(lagging)
+        runner = await g.start(lagging)
+        assert runner.status().applied_index >= 40
+        await asyncio.wait_for(g.machines[lagging].wait_for(lambda v: len(v) == 60), 10)
+        assert g.machines[lagging].values == g.machines[leader.node_id].values
+    finally:
+        for nid in list(g.runners):
+            await g.stop(nid)
+
+
+async def test_shared_registry(tmp_path: Path) -> None:
+    """Embedded use: the runner registers its codes on a registry the host serves."""
+    addr = free_addr()
+    registry = HandlerRegistry()
+    host, port = addr.split(":")
+    server = RpcServer(host, int(port), registry)
+    await server.start()
+    runner = RaftRunner("solo", {"solo": addr}, tmp_path, ListMachine(), registry=registry)
+    leading = asyncio.Event()
+    runner.on_role_change.append(lambda s: leading.set() if s.role == Role.LEADER else None)
+    await runner.start()
+    try:
+        await asyncio.wait_for(leading.wait(), 5)
+        assert await runner.propose(b"x") == 1
+    finally:
+        await runner.stop()
+        await server.stop()
+
+
+def test_parse_peers() -> None:
+    assert parse_peers("n0-127.0.0.2:9000;n1-127.0.0.3:9001; n2-localhost:9002") == {
+        "n0": "127.0.0.2:9000",
+        "n1": "127.0.0.3:9001",
+        "n2": "localhost:9002",
+    }
+    for bad in ("", "n0", "n0-host", "n0-a:1;n0-b:2", "-a:1"):
+        with pytest.raises(ValueError):
+            parse_peers(bad)
+
+
+async def test_disk_failure_stops_the_member(group: Group) -> None:
+    leader = await group.leader()
+    assert leader._log is not None
+
+    def full_disk(entries: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    leader._log.append = full_disk  # type: ignore[method-assign]
+    with pytest.raises(ProposalError, match="No space left"):
+        await leader.propose(b"x")
+    await asyncio.wait_for(leader.wait_stopped(), 5)
+    assert isinstance(leader.failure, OSError)
+    # The other two elect a new leader and carry on.
+    other = await group.leader(exclude=leader.node_id)
+    assert await other.propose(b"y") >= 1

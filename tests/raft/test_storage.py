@@ -1,0 +1,368 @@
+"""The on-disk Raft log: appends, truncation, hard state, snapshots, crash recovery."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mqcluster.raft.diskformat import CorruptFileError
+from mqcluster.raft.storage import CorruptLogError, RaftLog, encode_record
+from mqcluster.raft.types import Entry, EntryType, HardState, Membership, Snapshot, SnapshotMeta
+
+
+def entries(lo: int, hi: int, term: int = 1, size: int = 8) -> list[Entry]:
+    return [
+        Entry(index=i, term=term, type=EntryType.NORMAL, data=f"v{i}".encode().ljust(size, b"."))
+        for i in range(lo, hi + 1)
+    ]
+
+
+def segment_files(root: Path) -> list[Path]:
+    return sorted((root / "log").glob("*.seg"))
+
+
+def reopen(log: RaftLog, **kw: int) -> RaftLog:
+    log.close()
+    return RaftLog(log.root, **kw)
+
+
+def snap(index: int, term: int, data: bytes = b"state") -> Snapshot:
+    return Snapshot(SnapshotMeta(index, term, Membership(voters=["a", "b", "c"])), data)
+
+
+# --- appends -----------------------------------------------------------------------------
+
+
+def test_empty_log(tmp_path: Path) -> None:
+    with RaftLog(tmp_path) as log:
+        assert (log.first_index, log.last_index) == (1, 0)
+        assert log.hard_state == HardState(term=0, voted_for=None)
+        assert log.snapshot is None
+        assert log.load().entries == []
+
+
+def test_append_and_reopen(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 3, term=1))
+    log.append([*entries(4, 5, term=2), Entry(6, 2, EntryType.NOOP, b"")])
+    log = reopen(log)
+    assert log.last_index == 6
+    assert [log.term_at(i) for i in range(1, 7)] == [1, 1, 1, 2, 2, 2]
+    noop = Entry(6, 2, EntryType.NOOP, b"")
+    assert log.entries(1) == [*entries(1, 3, 1), *entries(4, 5, 2), noop]
+    assert log.entries(2, 4) == entries(2, 3, 1)
+    log.close()
+
+
+def test_one_fsync_per_appended_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 1))  # creates the segment (and fsyncs its directory)
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    log.append(entries(2, 200))
+    assert len(calls) == 1
+    log.close()
+
+
+def test_append_rejects_gap_and_non_contiguous(tmp_path: Path) -> None:
+    with RaftLog(tmp_path) as log:
+        log.append(entries(1, 2))
+        with pytest.raises(ValueError, match="gap"):
+            log.append(entries(4, 4))
+        with pytest.raises(ValueError, match="contiguous"):
+            log.append([*entries(3, 3), *entries(5, 5)])
+        assert log.last_index == 2
+
+
+def test_segments_roll_and_reads_span_them(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=200)
+    for i in range(1, 41, 4):
+        log.append(entries(i, i + 3))
+    assert len(segment_files(tmp_path)) > 3
+    log = reopen(log, segment_bytes=200)
+    assert log.entries(1) == entries(1, 40)
+    assert log.entries(7, 33) == entries(7, 32)
+    log.close()
+
+
+# --- truncation --------------------------------------------------------------------------
+
+
+def test_truncate_within_segment_then_append(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 10, term=1))
+    log.truncate_from(6)
+    assert log.last_index == 5
+    log.append(entries(6, 8, term=3))
+    log = reopen(log)
+    assert log.entries(1) == entries(1, 5, 1) + entries(6, 8, 3)
+    log.close()
+
+
+def test_truncate_across_segments(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=150)
+    for i in range(1, 31, 3):
+        log.append(entries(i, i + 2))
+    before = len(segment_files(tmp_path))
+    log.truncate_from(8)
+    assert len(segment_files(tmp_path)) < before
+    assert log.last_index == 7
+    log = reopen(log, segment_bytes=150)
+    assert log.entries(1) == entries(1, 7)
+    log.append(entries(8, 9, term=2))
+    assert log.entries(8) == entries(8, 9, 2)
+    log.close()
+
+
+def test_append_with_conflicting_index_truncates_first(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 5, term=1))
+    log.append(entries(3, 4, term=2))
+    log = reopen(log)
+    assert log.entries(1) == entries(1, 2, 1) + entries(3, 4, 2)
+    log.close()
+
+
+def test_truncate_everything(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=100)
+    log.append(entries(1, 10))
+    log.truncate_from(1)
+    assert log.last_index == 0
+    assert segment_files(tmp_path) == []
+    log.append(entries(1, 1, term=4))
+    log = reopen(log)
+    assert log.entries(1) == entries(1, 1, 4)
+    log.close()
+
+
+# --- hard state --------------------------------------------------------------------------
+
+
+def test_hard_state_roundtrip(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.save_hard_state(HardState(term=7, voted_for="n2"))
+    log.save_hard_state(HardState(term=8, voted_for=None))
+    log = reopen(log)
+    assert log.hard_state == HardState(term=8, voted_for=None)
+    assert list(tmp_path.glob("*.tmp")) == []
+    log.close()
+
+
+def test_hard_state_write_fsync_rename_fsync_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = RaftLog(tmp_path)
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync-dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync-file")
+        real_fsync(fd)
+
+    def replace(a: str | Path, b: str | Path) -> None:
+        events.append(f"rename {Path(a).name}->{Path(b).name}")
+        real_replace(a, b)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    log.save_hard_state(HardState(term=3, voted_for="n1"))
+    assert events == ["fsync-file", "rename hardstate.tmp->hardstate", "fsync-dir"]
+    log.close()
+
+
+def test_crash_before_rename_keeps_old_hard_state(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.save_hard_state(HardState(term=2, voted_for="n0"))
+    log.close()
+    (tmp_path / "hardstate.tmp").write_bytes(b"half-written garbage")
+    log = RaftLog(tmp_path)
+    assert log.hard_state == HardState(term=2, voted_for="n0")
+    assert not (tmp_path / "hardstate.tmp").exists()
+    log.close()
+
+
+def test_damaged_hard_state_is_reported(tmp_path: Path) -> None:
+    RaftLog(tmp_path).save_hard_state(HardState(term=2, voted_for="n0"))
+    raw = bytearray((tmp_path / "hardstate").read_bytes())
+    raw[-3] ^= 0x01
+    (tmp_path / "hardstate").write_bytes(bytes(raw))
+    with pytest.raises(CorruptFileError, match="hardstate"):
+        RaftLog(tmp_path)
+
+
+# --- snapshots and compaction --------------------------------------------------------------
+
+
+def test_snapshot_compacts_whole_segments_only(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=150)
+    for i in range(1, 31, 3):
+        log.append(entries(i, i + 2, term=2))
+    before = segment_files(tmp_path)
+    log.save_snapshot(snap(14, 2))
+    after = segment_files(tmp_path)
+    assert 0 < len(after) < len(before)
+    first_kept = int(after[0].name.split(".")[0])
+    assert first_kept <= 15  # the segment holding 15 survives, with whatever precedes it
+    assert log.first_index == 15
+    assert log.term_at(14) == 2
+    with pytest.raises(IndexError):
+        log.entries(14)
+    log = reopen(log, segment_bytes=150)
+    state = log.load()
+    assert state.snapshot == snap(14, 2)
+    assert state.entries == entries(15, 30, term=2)
+    log.close()
+
+
+def test_snapshot_past_log_end_discards_log(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 5, term=1))
+    log.save_snapshot(snap(20, 3))
+    assert log.last_index == 20
+    assert segment_files(tmp_path) == []
+    log.append(entries(21, 22, term=3))
+    log = reopen(log)
+    assert log.load().entries == entries(21, 22, term=3)
+    log.close()
+
+
+def test_snapshot_conflicting_with_log_discards_log(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 10, term=1))
+    log.save_snapshot(snap(5, 2))  # our entry 5 has term 1: our suffix is stale
+    assert (log.last_index, segment_files(tmp_path)) == (5, [])
+    log.close()
+
+
+def test_crash_between_snapshot_and_segment_removal(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=100)
+    log.append(entries(1, 20, term=1))
+    saved = {p.name: p.read_bytes() for p in segment_files(tmp_path)}
+    log.save_snapshot(snap(12, 1))
+    log.close()
+    for name, raw in saved.items():  # as if the process died before unlinking them
+        (tmp_path / "log" / name).write_bytes(raw)
+    log = RaftLog(tmp_path, segment_bytes=100)
+    assert log.load().entries == entries(13, 20)
+    assert all(int(p.name.split(".")[0]) <= 13 for p in segment_files(tmp_path)[:1])
+    log.close()
+
+
+def test_truncate_below_snapshot_is_refused(tmp_path: Path) -> None:
+    with RaftLog(tmp_path) as log:
+        log.append(entries(1, 10))
+        log.save_snapshot(snap(5, 1))
+        with pytest.raises(ValueError, match="snapshot"):
+            log.truncate_from(5)
+
+
+# --- crash recovery --------------------------------------------------------------------------
+
+
+def _write_log(root: Path, n: int) -> tuple[Path, bytes, list[int]]:
+    """n entries in one segment; returns its path, its bytes and each record's end offset."""
+    with RaftLog(root) as log:
+        log.append(entries(1, n, size=20))
+    (path,) = segment_files(root)
+    raw = path.read_bytes()
+    ends, pos = [], 0
+    for e in entries(1, n, size=20):
+        pos += len(encode_record(e))
+        ends.append(pos)
+    assert ends[-1] == len(raw)
+    return path, raw, ends
+
+
+def test_torn_tail_at_every_byte(tmp_path: Path) -> None:
+    path, raw, ends = _write_log(tmp_path, 4)
+    for cut in range(len(raw) + 1):
+        path.write_bytes(raw[:cut])
+        complete = sum(1 for end in ends if end <= cut)
+        with RaftLog(tmp_path) as log:
+            assert log.last_index == complete, f"cut at byte {cut}"
+            size = path.stat().st_size if path.exists() else 0  # an emptied segment goes
+            assert size == (ends[complete - 1] if complete else 0)
+            log.append(entries(complete + 1, complete + 1, term=9))  # and the log is writable
+        with RaftLog(tmp_path) as log:
+            assert log.entries(1) == entries(1, complete, size=20) + entries(
+                complete + 1, complete + 1, term=9
+            )
+
+
+def test_zero_filled_tail_is_truncated(tmp_path: Path) -> None:
+    path, raw, _ends = _write_log(tmp_path, 3)
+    path.write_bytes(raw + bytes(4096))
+    with RaftLog(tmp_path) as log:
+        assert log.last_index == 3
+    assert path.stat().st_size == len(raw)
+
+
+def test_bad_crc_of_the_final_record_is_a_torn_tail(tmp_path: Path) -> None:
+    path, raw, _ends = _write_log(tmp_path, 3)
+    damaged = bytearray(raw)
+    damaged[-1] ^= 0x10
+    path.write_bytes(bytes(damaged))
+    with RaftLog(tmp_path) as log:
+        assert log.last_index == 2
+
+
+def test_flipped_bit_in_the_middle_raises(tmp_path: Path) -> None:
+    path, raw, ends = _write_log(tmp_path, 5)
+    for target in (1, 2, 3):  # records 2, 3, 4: each followed by more records
+        start = ends[target - 1]
+        for byte in (start + 3, start + 9, ends[target] - 1):  # length, index, data
+            damaged = bytearray(raw)
+            damaged[byte] ^= 0x04
+            path.write_bytes(bytes(damaged))
+            with pytest.raises(CorruptLogError) as err:
+                RaftLog(tmp_path)
+            assert err.value.path == path
+            assert err.value.offset == start
+            assert str(path) in str(err.value) and f"offset {start}" in str(err.value)
+            assert path.read_bytes() == bytes(damaged)  # nothing was cut
+
+
+def test_damage_in_a_sealed_segment_raises_even_at_its_end(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=100)
+    log.append(entries(1, 10))
+    log.append(entries(11, 20))
+    log.close()
+    first = segment_files(tmp_path)[0]
+    raw = bytearray(first.read_bytes())
+    raw[-1] ^= 0x01
+    first.write_bytes(bytes(raw))
+    with pytest.raises(CorruptLogError) as err:
+        RaftLog(tmp_path, segment_bytes=100)
+    assert err.value.path == first
+
+
+def test_missing_segment_is_reported(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=60)
+    for i in range(1, 13, 2):
+        log.append(entries(i, i + 1))
+    log.close()
+    files = segment_files(tmp_path)
+    assert len(files) >= 3
+    files[1].unlink()
+    with pytest.raises(CorruptLogError, match="expected"):
+        RaftLog(tmp_path)
+
+
+def test_empty_tail_segment_left_by_a_crash_is_removed(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 3))
+    log.close()
+    (tmp_path / "log" / f"{4:020d}.seg").write_bytes(b"")
+    with RaftLog(tmp_path) as log:
+        assert log.last_index == 3
+        log.append(entries(4, 5))
+    with RaftLog(tmp_path) as log:
+        assert log.entries(1) == entries(1, 5)
