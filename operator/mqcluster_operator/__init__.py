@@ -1,0 +1,1 @@
+"""Kubernetes operator for mqcluster: CRDs, manifest builders, kopf handlers."""

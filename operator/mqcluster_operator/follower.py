@@ -1,0 +1,287 @@
+"""The steps of the election-following daemons (I/O through k8s.Api and a ControllerProbe)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import conditions, metrics, names
+from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
+from .following import (
+    ControllerProbe,
+    Election,
+    PodInfo,
+    ProbeError,
+    ProbeTarget,
+    plan_follow,
+    pod_for_address,
+    switchover_target,
+)
+from .k8s import Api, Ref, differs
+from .manifests import Owner, controller_view
+from .manifests.meta import selector_labels
+from .models import BrokerGroupSpec, ControllerSpec
+from .reconcile import controller_ref, parse, paused, view_of
+from .restart import plan_restart
+from .upgrade import REVISION_LABEL, plan_upgrade
+
+ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
+Clock = Callable[[], str]
+
+
+class ProbeCache:
+    """One probe per target; replaced when the target changes (e.g. controllers scaled)."""
+
+    def __init__(self, factory: ProbeFactory) -> None:
+        self._factory = factory
+        self._target: ProbeTarget | None = None
+        self._probe: ControllerProbe | None = None
+
+    async def get(self, target: ProbeTarget) -> ControllerProbe:
+        if self._probe is None or target != self._target:
+            await self.close()
+            self._probe, self._target = self._factory(target), target
+        return self._probe
+
+    async def close(self) -> None:
+        if self._probe is not None:
+            await self._probe.close()
+            self._probe = None
+
+
+def merged(status: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(status)
+    out.update(patch)
+    return out
+
+
+class BrokerGroupFollower:
+    def __init__(
+        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any
+    ) -> None:
+        self.api = api
+        self.probes = ProbeCache(factory)
+        self.clock = clock
+        self.log = logger
+
+    async def close(self) -> None:
+        await self.probes.close()
+
+    async def target(self, body: Mapping[str, Any], spec: BrokerGroupSpec) -> ProbeTarget | None:
+        meta = body["metadata"]
+        if spec.mode == "Controller":
+            ref = controller_ref(body)
+            if ref is None:
+                return None
+            controller = await self.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
+            view = view_of(controller) if controller else None
+            return ProbeTarget(controller_addrs=view.controller_addr) if view else None
+        health = tuple(
+            (
+                f"{names.pod_dns(meta['name'], i, meta['namespace'])}:{spec.ports.listen}",
+                f"http://{names.pod_dns(meta['name'], i, meta['namespace'])}:"
+                f"{spec.ports.metrics}/health",
+            )
+            for i in range(spec.replicas)
+        )
+        return ProbeTarget(health=health)
+
+    async def step(self, live: Mapping[str, Any]) -> None:
+        """One round; reads the resource afresh (kopf's live body lags behind long handlers)."""
+        body = await self.api.get(Ref.of(live))
+        if body is None or paused(body):
+            return
+        spec, _ = parse(BrokerGroupSpec, body.get("spec"))
+        if spec is None:
+            return
+        meta = body["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
+        status = dict(body.get("status") or {})
+        target = await self.target(body, spec)
+        if target is None:
+            return
+        probe = await self.probes.get(target)
+        owner = Owner.from_body(body)
+        raw_pods = await self.api.list(Ref("v1", "Pod", ns), selector_labels(owner, "broker"))
+        revisions = {
+            p["metadata"]["name"]: (p["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
+            for p in raw_pods
+        }
+        pods = [PodInfo.of(p) for p in raw_pods]
+        now = self.clock()
+        try:
+            election = await probe.election(spec.clusterName, spec.broker_name(name))
+        except ProbeError as exc:
+            metrics.PROBE_FAILURES.labels(ns, name).inc()
+            conds = conditions.set_condition(
+                status.get("conditions", []), "MasterElected", None, "ProbeFailed", str(exc), now
+            )
+            if differs(conds, status.get("conditions")):
+                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+            return
+        status = await self.follow(body, ref, status, election, pods, now)
+        await self.switchover(body, ref, spec, status, probe)
+        if await self.restart(body, ref, spec, status, pods):
+            return
+        await self.upgrade(body, ref, spec, status, pods, revisions, probe)
+
+    async def follow(
+        self, body: Mapping[str, Any], ref: Ref, status: dict[str, Any], election: Election,
+        pods: list[PodInfo], now: str,
+    ) -> dict[str, Any]:
+        started = time.monotonic()
+        plan = plan_follow(status, election, pods, now)
+        for pod, role in plan.relabels:
+            labels = {"metadata": {"labels": {names.LABEL_ROLE: role}}}
+            await self.api.patch(Ref("v1", "Pod", ref.namespace, pod), labels)
+        if plan.changed and plan.master_pod:
+            metrics.RELABEL_SECONDS.observe(time.monotonic() - started)
+            metrics.MASTER_CHANGES.labels(ref.namespace, ref.name).inc()
+        if differs(plan.status, status):
+            await self.api.patch(ref, {"status": plan.status}, "status")
+        if plan.event:
+            self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])
+            await self.api.post_event(build_event(body, *plan.event, now))
+        return merged(status, plan.status)
+
+    async def switchover(
+        self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+        status: Mapping[str, Any], probe: ControllerProbe,
+    ) -> None:
+        annotations = body["metadata"].get("annotations") or {}
+        requested = annotations.get(names.ANNOTATION_SWITCHOVER)
+        if not requested:
+            return
+        now = self.clock()
+        broker_id, why_not = switchover_target(requested, status)
+        if spec.mode != "Controller":
+            broker_id, why_not = None, "switchover needs mode Controller"
+        if broker_id is not None:
+            try:
+                await probe.switchover(spec.clusterName, spec.broker_name(ref.name), broker_id)
+            except Exception as exc:
+                why_not = f"controller refused: {exc}"
+        if why_not:
+            event = ("Warning", REASON_SWITCHOVER, f"switchover to {requested} failed: {why_not}")
+        else:
+            event = ("Normal", REASON_SWITCHOVER, f"switchover to {requested} requested")
+        await self.api.patch(
+            ref, {"metadata": {"annotations": {names.ANNOTATION_SWITCHOVER: None}}}
+        )
+        await self.api.post_event(build_event(body, *event, now))
+
+    async def restart(
+        self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+        status: Mapping[str, Any], pods: list[PodInfo],
+    ) -> bool:
+        """One step of a requested restart; True while one is in progress."""
+        annotations = body["metadata"].get("annotations") or {}
+        requested = annotations.get(names.ANNOTATION_RESTART)
+        step = plan_restart(
+            requested, status.get("restart"), pods, spec.replicas, status.get("masterPod"),
+        )
+        busy = bool(requested) and (status.get("restart") or {}).get("completed") != requested
+        if step.status is None:
+            return busy
+        if step.delete:
+            await self.api.delete(Ref("v1", "Pod", ref.namespace, step.delete))
+        await self.api.patch(ref, {"status": {"restart": step.status}}, "status")
+        if step.delete or step.done:
+            message = f"restarted pod {step.delete}" if step.delete else "restart completed"
+            await self.api.post_event(build_event(body, "Normal", REASON_RESTART, message,
+                                                  self.clock()))
+        return not step.done
+
+    async def upgrade(
+        self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+        status: Mapping[str, Any], pods: list[PodInfo], revisions: Mapping[str, str],
+        probe: ControllerProbe,
+    ) -> None:
+        sts = await self.api.get(Ref("apps/v1", "StatefulSet", ref.namespace, ref.name))
+        revision = ((sts or {}).get("status") or {}).get("updateRevision")
+        step = plan_upgrade(spec, ref.name, revision, pods, revisions, status, time.time())
+        now = self.clock()
+        if step.switchover_to:
+            broker_id, why_not = switchover_target(step.switchover_to, status)
+            if broker_id is not None:
+                await probe.switchover(spec.clusterName, spec.broker_name(ref.name), broker_id)
+            message = f"upgrade: switchover to {step.switchover_to}" + (
+                f" failed: {why_not}" if why_not else "")
+            await self.api.post_event(build_event(body, "Normal", "Upgrade", message, now))
+        if step.delete:
+            await self.api.delete(Ref("v1", "Pod", ref.namespace, step.delete))
+            await self.api.post_event(build_event(
+                body, "Normal", "Upgrade", f"upgrade: restarted pod {step.delete}", now))
+        patch: dict[str, Any] = {}
+        if step.status is not None and differs(step.status, status.get("upgrade") or {}):
+            patch["upgrade"] = step.status or None
+        if step.condition is not None:
+            conds = conditions.set_condition(
+                status.get("conditions", []), "Upgrading", *step.condition, now)
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.api.patch(ref, {"status": patch}, "status")
+
+
+class ControllerFollower:
+    """Active controller, Raft term and members of a Controller, into its status."""
+
+    def __init__(
+        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any
+    ) -> None:
+        self.api = api
+        self.probes = ProbeCache(factory)
+        self.clock = clock
+        self.log = logger
+
+    async def close(self) -> None:
+        await self.probes.close()
+
+    async def step(self, live: Mapping[str, Any]) -> None:
+        body = await self.api.get(Ref.of(live))
+        if body is None or paused(body):
+            return
+        spec, _ = parse(ControllerSpec, body.get("spec"))
+        if spec is None:
+            return
+        meta = body["metadata"]
+        ref = Ref(names.API_VERSION, "Controller", meta["namespace"], meta["name"])
+        view = controller_view(meta["name"], meta["namespace"], spec)
+        probe = await self.probes.get(ProbeTarget(controller_addrs=view.controller_addr))
+        status = body.get("status") or {}
+        now = self.clock()
+        pods = [PodInfo(names.pod(meta["name"], i)) for i in range(spec.replicas)]
+        try:
+            info = await probe.metadata()
+        except ProbeError as exc:
+            metrics.PROBE_FAILURES.labels(ref.namespace, ref.name).inc()
+            conds = conditions.set_condition(
+                status.get("conditions", []), "LeaderElected", None, "ProbeFailed", str(exc), now
+            )
+            if differs(conds, status.get("conditions")):
+                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+            return
+        active = pod_for_address(info.active, pods)
+        elected = ("ActiveController", f"active controller is {active}") if active else (
+            "NoActiveController", "no controller is active")
+        patch = {
+            "activeController": active,
+            "raftTerm": info.term,
+            "members": [pod_for_address(m, pods) or m for m in info.members],
+            "conditions": conditions.set_condition(
+                status.get("conditions", []), "LeaderElected", active is not None,
+                elected[0], elected[1], now,
+            ),
+        }
+        if differs(patch, status):
+            await self.api.patch(ref, {"status": patch}, "status")
+        if active and active != status.get("activeController"):
+            message = f"active controller changed from {status.get('activeController') or 'none'}" \
+                      f" to {active} (term {info.term})"
+            await self.api.post_event(
+                build_event(body, "Normal", "ActiveControllerChanged", message, now)
+            )

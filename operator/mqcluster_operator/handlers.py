@@ -1,0 +1,155 @@
+"""kopf handlers: thin wrappers around the pure planners and the daemons' steps.
+
+``kopf run -m mqcluster_operator.handlers`` registers them in kopf's default
+registry; tests call ``register(registry)`` with their own registry and memo.
+Memo keys (all optional, filled with defaults at login/startup): ``api``
+(k8s.Api), ``probe_factory``, ``clock`` (returns RFC 3339 now),
+``follow_interval`` and ``reconcile_interval`` (seconds).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Any
+
+import kopf
+
+from . import metrics, names, reconcile
+from .events import build_event
+from .follower import BrokerGroupFollower, ControllerFollower
+from .following import default_probe
+from .k8s import Api, Ref, differs
+
+CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
+BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def ensure_memo(memo: Any) -> None:
+    memo.setdefault("api", Api())
+    memo.setdefault("probe_factory", default_probe)
+    memo.setdefault("clock", utc_now)
+    memo.setdefault("follow_interval", env_float("MQCLUSTER_FOLLOW_INTERVAL_SECONDS", 2.0))
+    memo.setdefault("reconcile_interval", env_float("MQCLUSTER_RECONCILE_INTERVAL_SECONDS", 30.0))
+
+
+async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+    ensure_memo(memo)
+    metrics.serve(int(os.environ.get("MQCLUSTER_METRICS_PORT", "0") or 0))
+
+
+async def cleanup(memo: Any, **_: Any) -> None:
+    api = memo.get("api")
+    if api is not None:
+        await api.close()
+
+
+def login(memo: Any, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    ensure_memo(memo)
+    connect = memo.get("connect")
+    if connect is not None:
+        info: kopf.ConnectionInfo | None = connect(**kwargs)
+    else:
+        info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    if info is not None:
+        memo.api.configure(info)
+    return info
+
+
+async def apply_outcome(
+    memo: Any, body: kopf.Body, outcome: reconcile.Outcome, patch: kopf.Patch, needs_master: bool,
+) -> None:
+    api: Api = memo.api
+    for obj in outcome.objects:
+        result = await api.apply(obj)
+        metrics.APPLIED.labels(obj["kind"], result).inc()
+    status = dict(outcome.status)
+    if outcome.statefulset:
+        sts = await api.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
+                                outcome.statefulset))
+        view = {**dict(body), "status": {**dict(body.status), **status}}
+        status.update(reconcile.readiness(view, sts, memo.clock(), needs_master))
+    current = body.status
+    for key, value in status.items():
+        if differs(value, current.get(key)):
+            patch.status[key] = value
+    if outcome.event:
+        await api.post_event(build_event(body, *outcome.event, memo.clock()))
+
+
+async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
+    outcome = reconcile.plan_controller(body, memo.clock())
+    await apply_outcome(memo, body, outcome, patch, needs_master=False)
+
+
+async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
+    ref = reconcile.controller_ref(body)
+    controller = None
+    if ref is not None:
+        controller = await memo.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
+    outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
+    await apply_outcome(memo, body, outcome, patch, needs_master=True)
+
+
+async def follow_brokergroup(
+    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
+) -> None:
+    follower = BrokerGroupFollower(memo.api, memo.probe_factory, memo.clock, logger)
+    try:
+        while not stopped:
+            try:
+                await follower.step(body)
+            except Exception as exc:
+                logger.warning("election following failed: %s", exc)
+            await stopped.wait(memo.follow_interval)
+    finally:
+        await follower.close()
+
+
+async def follow_controller(
+    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
+) -> None:
+    follower = ControllerFollower(memo.api, memo.probe_factory, memo.clock, logger)
+    try:
+        while not stopped:
+            try:
+                await follower.step(body)
+            except Exception as exc:
+                logger.warning("controller following failed: %s", exc)
+            await stopped.wait(memo.follow_interval)
+    finally:
+        await follower.close()
+
+
+def register(
+    registry: kopf.OperatorRegistry, reconcile_interval: float | None = None, backoff: float = 10.0
+) -> None:
+    """Register every handler; failed handlers are retried after ``backoff`` seconds."""
+    interval = reconcile_interval or env_float("MQCLUSTER_RECONCILE_INTERVAL_SECONDS", 30.0)
+    kopf.on.startup(registry=registry)(startup)
+    kopf.on.cleanup(registry=registry)(cleanup)
+    kopf.on.login(registry=registry)(login)
+    for resource, fn, follow in (
+        (CONTROLLERS, reconcile_controller, follow_controller),
+        (BROKERGROUPS, reconcile_brokergroup, follow_brokergroup),
+    ):
+        kopf.on.resume(*resource, registry=registry, id="resume", backoff=backoff)(fn)
+        kopf.on.create(*resource, registry=registry, id="create", backoff=backoff)(fn)
+        kopf.on.update(*resource, registry=registry, id="update", backoff=backoff)(fn)
+        kopf.timer(*resource, registry=registry, id="resync", interval=interval,
+                   initial_delay=interval, backoff=backoff)(fn)
+        kopf.daemon(*resource, registry=registry, id="follow", cancellation_timeout=5.0)(follow)
+
+
+register(kopf.get_default_registry())

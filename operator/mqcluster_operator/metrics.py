@@ -1,0 +1,37 @@
+"""Prometheus metrics of the operator (served when MQCLUSTER_METRICS_PORT is set)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+REGISTRY = CollectorRegistry()
+
+MASTER_CHANGES = Counter(
+    "mqcluster_operator_master_changes_total",
+    "Master changes seen by the election-following daemon.",
+    ["namespace", "brokergroup"],
+    registry=REGISTRY,
+)
+RELABEL_SECONDS = Histogram(
+    "mqcluster_operator_relabel_seconds",
+    "From learning of a new master to its pod labelled role=master.",
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+PROBE_FAILURES = Counter(
+    "mqcluster_operator_probe_failures_total",
+    "Failed attempts to learn the election state.",
+    ["namespace", "name"],
+    registry=REGISTRY,
+)
+APPLIED = Counter(
+    "mqcluster_operator_objects_applied_total",
+    "Objects created or patched by reconciliation.",
+    ["kind", "result"],
+    registry=REGISTRY,
+)
+
+
+def serve(port: int) -> None:
+    if port > 0:
+        start_http_server(port, registry=REGISTRY)

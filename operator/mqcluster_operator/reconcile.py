@@ -1,0 +1,191 @@
+"""Pure reconcile planning: a resource body in, the objects to apply and a status patch out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from . import conditions, names
+from .events import REASON_INVALID_SPEC
+from .manifests import Owner, SpecError, build_brokergroup, build_controller, controller_view
+from .manifests.controller import ControllerView
+from .models import BrokerGroupSpec, ControllerSpec, mode_change_allowed
+
+Obj = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    objects: list[Obj] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    event: tuple[str, str, str] | None = None
+    statefulset: str | None = None
+    """Name of the StatefulSet whose readiness decides Ready (when objects were built)."""
+
+
+def validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"spec.{loc}: {msg}" if loc else f"spec: {msg}")
+    return "; ".join(parts)
+
+
+def parse(model: type[M], raw: Any) -> tuple[M | None, str]:
+    try:
+        return model.model_validate(dict(raw or {})), ""
+    except ValidationError as exc:
+        return None, validation_message(exc)
+
+
+def generation(body: Mapping[str, Any]) -> int | None:
+    value = body.get("metadata", {}).get("generation")
+    return int(value) if value is not None else None
+
+
+def paused(body: Mapping[str, Any]) -> bool:
+    annotations = body.get("metadata", {}).get("annotations") or {}
+    return str(annotations.get(names.ANNOTATION_PAUSE, "")).lower() == "true"
+
+
+def not_ready(
+    body: Mapping[str, Any], reason: str, message: str, now: str, phase: str,
+    event_type: str | None = "Warning",
+) -> Outcome:
+    status = body.get("status") or {}
+    previous = conditions.get_condition(status.get("conditions", []), "Ready") or {}
+    conds = conditions.set_condition(
+        status.get("conditions", []), "Ready", False, reason, message, now, generation(body)
+    )
+    repeated = previous.get("reason") == reason and previous.get("message") == message
+    event = (event_type, reason, message) if event_type and not repeated else None
+    return Outcome(
+        status={"phase": phase, "observedGeneration": generation(body), "conditions": conds},
+        event=event,
+    )
+
+
+def plan_controller(body: Mapping[str, Any], now: str) -> Outcome:
+    if paused(body):
+        return not_ready(body, "Paused", "reconciliation is paused", now, "Paused", None)
+    spec, error = parse(ControllerSpec, body.get("spec"))
+    if spec is None:
+        return not_ready(body, REASON_INVALID_SPEC, error, now, "Failed")
+    owner = Owner.from_body(body)
+    return Outcome(
+        objects=build_controller(owner, spec),
+        status={"observedGeneration": generation(body)},
+        statefulset=owner.name,
+    )
+
+
+def controller_ref(body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of the Controller a BrokerGroup refers to, if any."""
+    ref = (body.get("spec") or {}).get("controllerRef")
+    if not ref or not ref.get("name"):
+        return None
+    return ref.get("namespace") or body["metadata"]["namespace"], ref["name"]
+
+
+def view_of(controller: Mapping[str, Any]) -> ControllerView | None:
+    spec, _ = parse(ControllerSpec, controller.get("spec"))
+    if spec is None:
+        return None
+    meta = controller["metadata"]
+    return controller_view(meta["name"], meta["namespace"], spec)
+
+
+def plan_brokergroup(
+    body: Mapping[str, Any], controller: Mapping[str, Any] | None, now: str
+) -> Outcome:
+    """``controller`` is the Controller named by controllerRef (None: absent or no ref)."""
+    if paused(body):
+        return not_ready(body, "Paused", "reconciliation is paused", now, "Paused", None)
+    spec, error = parse(BrokerGroupSpec, body.get("spec"))
+    if spec is None:
+        return not_ready(body, REASON_INVALID_SPEC, error, now, "Failed")
+    view = None
+    ref = controller_ref(body)
+    if ref is not None:
+        if controller is None:
+            message = f"Controller {ref[0]}/{ref[1]} not found"
+            return not_ready(body, "ControllerNotFound", message, now, "Pending")
+        view = view_of(controller)
+        if view is None:
+            message = f"Controller {ref[0]}/{ref[1]} has an invalid spec"
+            return not_ready(body, "ControllerInvalid", message, now, "Pending")
+    owner = Owner.from_body(body)
+    refusal = transition_refusal(body.get("status") or {}, spec, owner.name)
+    if refusal is not None:
+        return not_ready(body, refusal[0], refusal[1], now, "Failed")
+    try:
+        objects = build_brokergroup(owner, spec, view)
+    except SpecError as exc:
+        return not_ready(body, REASON_INVALID_SPEC, str(exc), now, "Failed")
+    return Outcome(
+        objects=objects,
+        status={
+            "observedGeneration": generation(body),
+            "appliedMode": spec.mode,
+            "appliedBrokerName": spec.broker_name(owner.name),
+        },
+        statefulset=owner.name,
+    )
+
+
+def transition_refusal(
+    status: Mapping[str, Any], spec: BrokerGroupSpec, name: str
+) -> tuple[str, str] | None:
+    """(reason, message) when the spec changes what cannot change on running brokers.
+
+    Compared with what the objects were last built for (``status.applied*``), so the
+    check holds across resyncs and operator restarts. A DLedger group asked to move
+    to controller mode is left as it is: its stores need the migration procedure.
+    """
+    applied_mode = status.get("appliedMode")
+    if applied_mode and applied_mode != spec.mode:
+        if not mode_change_allowed(applied_mode, spec.mode):
+            return REASON_INVALID_SPEC, (
+                f"mode cannot change from {applied_mode} to {spec.mode}")
+        return "MigrationNotSupported", (
+            f"moving from {applied_mode} to {spec.mode} needs the store migration,"
+            " which this operator version does not perform; objects are left unchanged")
+    applied_name = status.get("appliedBrokerName")
+    if applied_name and applied_name != spec.broker_name(name):
+        return REASON_INVALID_SPEC, f"brokerName is immutable (was {applied_name})"
+    return None
+
+
+def readiness(
+    body: Mapping[str, Any], statefulset: Mapping[str, Any] | None, now: str,
+    needs_master: bool,
+) -> dict[str, Any]:
+    """Phase, readyReplicas and the Ready/Progressing conditions from the StatefulSet."""
+    status = body.get("status") or {}
+    want = int((body.get("spec") or {}).get("replicas") or 0)
+    ready = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
+    master = status.get("masterPod")
+    gen = generation(body)
+    conds = status.get("conditions", [])
+    if ready >= want and (master or not needs_master):
+        conds = conditions.set_condition(
+            conds, "Ready", True, "AllReplicasReady", f"{ready}/{want} replicas ready", now, gen
+        )
+        conds = conditions.set_condition(conds, "Progressing", False, "Stable", "", now, gen)
+        phase = "Running"
+        upgrading = conditions.get_condition(conds, "Upgrading")
+        if upgrading and upgrading.get("status") == "True":
+            phase = "Upgrading"
+    else:
+        why = f"{ready}/{want} replicas ready" + ("" if master or not needs_master
+                                                  else ", no master")
+        reason = "ReplicasNotReady" if ready < want else "NoMaster"
+        conds = conditions.set_condition(conds, "Ready", False, reason, why, now, gen)
+        conds = conditions.set_condition(conds, "Progressing", True, reason, why, now, gen)
+        phase = "Pending" if ready == 0 else "Degraded"
+    return {"phase": phase, "readyReplicas": ready, "conditions": conds}

@@ -1,0 +1,180 @@
+"""kmock's KubernetesEmulator with the behaviours the operator relies on.
+
+Added: a bounded request history (kmock keeps every request and matches
+each new one against all of them), uid / creationTimestamp / resourceVersion /
+generation on objects, 422 on failed JSON-patch tests, the status subresource
+(status only through ``/status``, spec never), generation bumps on spec changes,
+equality label selectors on lists, and discovery of the resources the operator
+and kopf use.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import uuid
+from typing import Any
+
+import attrs
+import kmock
+from kmock._internal import enums, rendering
+from kmock._internal.dicts import merge_patch_dict
+
+RESOURCES: dict[str, dict[str, Any]] = {
+    "v1/pods": {"kind": "Pod"},
+    "v1/services": {"kind": "Service"},
+    "v1/configmaps": {"kind": "ConfigMap"},
+    "v1/events": {"kind": "Event"},
+    "v1/namespaces": {"kind": "Namespace", "namespaced": False},
+    "apps/v1/statefulsets": {"kind": "StatefulSet", "subresources": {"status"}},
+    "policy/v1/poddisruptionbudgets": {"kind": "PodDisruptionBudget", "subresources": {"status"}},
+    "apiextensions.k8s.io/v1/customresourcedefinitions": {
+        "kind": "CustomResourceDefinition", "namespaced": False,
+    },
+    "mqcluster.io/v1alpha1/controllers": {
+        "kind": "Controller", "subresources": {"status"}, "shortnames": {"mqc"},
+    },
+    "mqcluster.io/v1alpha1/brokergroups": {
+        "kind": "BrokerGroup", "subresources": {"status"}, "shortnames": {"bg"},
+    },
+}
+VERBS = {"get", "list", "watch", "create", "patch", "update", "delete"}
+
+
+def matches(labels: dict[str, str], selector: str) -> bool:
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key) != value:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+@attrs.define(kw_only=True)
+class Emulator(kmock.KubernetesEmulator):
+    _versions: Any = attrs.field(factory=lambda: itertools.count(1), init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for key, info in RESOURCES.items():
+            self.resources[key] = kmock.ResourceInfo(
+                kind=info["kind"],
+                singular=info["kind"].lower(),
+                namespaced=info.get("namespaced", True),
+                verbs=VERBS,
+                subresources=info.get("subresources", set()),
+                shortnames=info.get("shortnames", set()),
+            )
+
+    def _has_status(self, resource: Any) -> bool:
+        for key in RESOURCES:
+            if kmock.resource(key) == resource:
+                return "status" in RESOURCES[key].get("subresources", set())
+        return False
+
+    def _stored(self, request: rendering.Request) -> dict[str, Any] | None:
+        key = (request.resource, request.namespace, request.name)
+        for (res, ns, name), obj in self.objects.items():
+            if (res, ns, name) == key and not obj.deleted:
+                return dict(obj.raw)
+        return None
+
+    def _prepare(self, request: rendering.Request) -> None:
+        """Rewrite the request's data in place (kmock's filters track requests by identity)."""
+        data = copy.deepcopy(request.data) if isinstance(request.data, dict) else request.data
+        if request.action == enums.action.CREATE and isinstance(data, dict):
+            meta = data.setdefault("metadata", {})
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+            meta["resourceVersion"] = str(next(self._versions))
+            meta["generation"] = 1
+            if request.namespace and "namespace" not in meta:
+                meta["namespace"] = request.namespace
+            if self._has_status(request.resource):
+                data.pop("status", None)
+        elif request.action == enums.action.UPDATE and isinstance(data, list):
+            self._check_json_patch(request, data)
+            version = str(next(self._versions))
+            data = [*data, {"op": "add", "path": "/metadata/resourceVersion", "value": version}]
+        elif request.action == enums.action.UPDATE and isinstance(data, dict):
+            current = self._stored(request) or {}
+            if request.subresource == "status":
+                data = {"status": data.get("status")}
+            elif self._has_status(request.resource):
+                data.pop("status", None)
+            meta = data.setdefault("metadata", {}) or {}
+            data["metadata"] = meta
+            meta["resourceVersion"] = str(next(self._versions))
+            if "spec" in data:
+                new_spec = merge_patch_dict(current.get("spec") or {}, data["spec"] or {})
+                if new_spec != current.get("spec"):
+                    generation = (current.get("metadata") or {}).get("generation", 1)
+                    meta["generation"] = generation + 1
+        else:
+            return
+        object.__setattr__(request, "data", data)
+
+    def _check_json_patch(self, request: rendering.Request, ops: list[Any]) -> None:
+        """JSON-patch ``test`` ops fail with 422, as the API server answers a stale write."""
+        current: Any = self._stored(request) or {}
+        for op in ops:
+            if not isinstance(op, dict) or op.get("op") != "test":
+                continue
+            node = current
+            for part in str(op["path"]).strip("/").split("/"):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node != op.get("value"):
+                raise kmock.KubernetesError(
+                    status=422, reason="Invalid",
+                    message=f"the server rejected our request due to an error in our request: "
+                            f"test of {op['path']} failed",
+                )
+
+    def _forget_old_requests(self, keep: int = 64) -> None:
+        """kmock matches each request against the whole request history (quadratic);
+        a long-running operator makes thousands of requests, so keep only the recent ones."""
+        if len(self._requests) > 2 * keep:
+            del self._requests[:-keep]
+        for payload in self._payloads:
+            history = getattr(payload, "_requests", None)
+            if history is not None and len(history) > 2 * keep:
+                del history[:-keep]
+
+    async def _handle(self, request: rendering.Request) -> Any:
+        self._forget_old_requests()
+        if request.resource is not None:
+            self._prepare(request)
+        return await super()._handle(request)
+
+    async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
+        result: Any = await super()._serve_list(request)
+        selector = request.params.get("labelSelector")
+        if selector and isinstance(result, dict):
+            result["items"] = [
+                item for item in result["items"]
+                if matches((item.get("metadata") or {}).get("labels") or {}, selector)
+            ]
+        payload: rendering.Payload = result
+        return payload
+
+    def live(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The current object, or None."""
+        for (res, ns, nm), obj in self.objects.items():
+            if res == kmock.resource(plural) and ns == namespace and nm == name:
+                return None if obj.deleted else dict(obj.raw)
+        return None
+
+    def all(self, plural: str) -> list[dict[str, Any]]:
+        return [
+            dict(obj.raw) for (res, _, _), obj in self.objects.items()
+            if res == kmock.resource(plural) and not obj.deleted
+        ]

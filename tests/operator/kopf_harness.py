@@ -1,0 +1,139 @@
+"""Run the operator in-process (kopf) against the emulator, with a fake ControllerProbe."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import kmock
+import kopf
+
+from mqcluster_operator import handlers
+from mqcluster_operator.following import ControllerMeta, Election, ProbeError, ProbeTarget
+from mqcluster_operator.k8s import Api
+
+from .emulator import Emulator
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+@dataclass
+class FakeCluster:
+    """What the fake probes of one namespace report; tests change it to simulate elections."""
+
+    election: Election = field(default_factory=lambda: Election(None))
+    meta: ControllerMeta = field(default_factory=lambda: ControllerMeta(None, None))
+    failing: bool = False
+    switchovers: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+@dataclass
+class FakeClusters:
+    """One FakeCluster per namespace, found from the probe target's pod DNS names."""
+
+    by_namespace: dict[str, FakeCluster] = field(default_factory=dict)
+
+    def __call__(self, namespace: str) -> FakeCluster:
+        return self.by_namespace.setdefault(namespace, FakeCluster())
+
+    def factory(self, target: ProbeTarget) -> FakeProbe:
+        address = (target.controller_addrs or tuple(a for a, _ in target.health))[0]
+        return FakeProbe(self(address.split(".")[2]))
+
+
+@dataclass
+class FakeProbe:
+    cluster: FakeCluster
+
+    async def metadata(self) -> ControllerMeta:
+        if self.cluster.failing:
+            raise ProbeError("unreachable")
+        return self.cluster.meta
+
+    async def election(self, cluster: str, broker_name: str) -> Election:
+        if self.cluster.failing:
+            raise ProbeError("unreachable")
+        return self.cluster.election
+
+    async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
+        self.cluster.switchovers.append((cluster, broker_name, broker_id))
+
+    async def close(self) -> None:
+        pass
+
+
+@dataclass
+class Harness:
+    emulator: Emulator
+    api: Api
+    fake: FakeClusters
+
+    async def eventually(
+        self, check: Callable[[], Any], timeout: float = 30.0, what: str = "condition"
+    ) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            result = check()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(0.05)
+
+    def obj(self, plural: str, name: str, namespace: str) -> dict[str, Any] | None:
+        return self.emulator.live(plural, namespace, name)
+
+    def events(self, reason: str, namespace: str) -> list[dict[str, Any]]:
+        return [
+            e for e in self.emulator.all("v1/events")
+            if e.get("reason") == reason and e["metadata"].get("namespace") == namespace
+        ]
+
+
+@contextlib.asynccontextmanager
+async def running_operator(
+    probe_factory: Callable[[ProbeTarget], Any] | None = None,
+) -> AsyncIterator[Harness]:
+    """kopf with our handlers against a fresh emulator; probes are fakes unless given."""
+    fake = FakeClusters()
+    async with Emulator() as emulator, kmock.Server(emulator) as server:
+        url = str(server.url).rstrip("/")
+        registry = kopf.OperatorRegistry()
+        handlers.register(registry, reconcile_interval=1.0, backoff=0.5)
+        settings = kopf.OperatorSettings()
+        settings.watching.reconnect_backoff = 0.1
+        settings.queueing.idle_timeout = 1.0
+        settings.background.instant_exit_timeout = 0.5
+        settings.background.cancellation_polling = 0.5
+        settings.posting.enabled = False
+        memo = kopf.Memo(
+            connect=lambda **_: kopf.ConnectionInfo(server=url),
+            probe_factory=probe_factory or fake.factory,
+            follow_interval=0.1,
+            clock=lambda: NOW,
+        )
+        # kopf runs in its own thread and loop: at exit it waits for every task of its
+        # loop, and the emulator's server-side watch streams must not be among them.
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=asyncio.run,
+            args=(kopf.operator(
+                registry=registry, settings=settings, memo=memo, clusterwide=True,
+                standalone=True, stop_flag=stop,
+            ),),
+            name="kopf",
+            daemon=True,
+        )
+        thread.start()
+        api = Api(kopf.ConnectionInfo(server=url))
+        try:
+            yield Harness(emulator, api, fake)
+        finally:
+            stop.set()
+            await asyncio.to_thread(thread.join, 15)
+            await api.close()

