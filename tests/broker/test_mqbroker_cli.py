@@ -59,7 +59,9 @@ async def test_second_broker_on_same_store_or_port_fails_with_one_line(tmp_path:
         conf.write_text("".join(f"{k}={v}\n" for k, v in same_store.items()))
         res = await asyncio.to_thread(run_broker, "-c", str(conf))
         assert res.returncode == 1
-        assert res.stderr.strip().splitlines()[-1].startswith("mqbroker: cannot start: store")
+        last = res.stderr.strip().splitlines()[-1]
+        assert last.startswith("mqbroker: cannot start:")
+        assert "lock is held by another process" in last
 
         same_port = {**broker.props, "storePathRootDir": str(tmp_path / "other")}
         conf.write_text("".join(f"{k}={v}\n" for k, v in same_port.items()))
