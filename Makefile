@@ -28,6 +28,7 @@ lint: setup
 
 demo: setup
 	$(PY) -m mqcluster.demo
+	$(PY) -m mqcluster.demo_cluster
 
 bench: setup
 	$(PY) -m bench
