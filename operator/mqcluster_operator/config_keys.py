@@ -65,6 +65,7 @@ BROKER_MANAGED_KEYS: frozenset[str] = frozenset(
         "listenPort",
         "haListenPort",
         "grpcServerPort",
+        "grpcRouteAccessPoint",
         "metricsPromExporterPort",
         "storePathRootDir",
         "storePathCommitLog",

@@ -97,6 +97,7 @@ class BrokerConfig(RocketConfig):
     listenPort: Port = 10911
     haListenPort: Port = 10912
     enableProxy: bool = True
+    grpcRouteAccessPoint: bool = False
     grpcServerPort: Port = 8081
     metricsExporterType: MetricsExporterType = MetricsExporterType.PROM
     metricsPromExporterHost: str | None = None

@@ -41,6 +41,9 @@ def shared_properties(
         "listenPort": str(spec.ports.listen),
         "haListenPort": str(spec.ports.ha),
         "grpcServerPort": str(spec.ports.grpc),
+        # Clients come in through the group's master Service (or its load balancer); routes
+        # naming that access point rather than a pod keep working across a failover.
+        "grpcRouteAccessPoint": "true",
         "metricsPromExporterPort": str(spec.ports.metrics),
         "storePathRootDir": pods.DATA_DIR,
         "storePathCommitLog": f"{pods.DATA_DIR}/commitlog",

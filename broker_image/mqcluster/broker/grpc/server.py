@@ -157,6 +157,11 @@ def inbound_limit(config: MessagingConfig) -> int:
     return 4 * config.maxMessageSize + 1024 * 1024
 
 
+def route_address(ctx: MessagingHost, config: MessagingConfig) -> str | None:
+    """The endpoint routes advertise; None means the address each client connected to."""
+    return None if config.grpcRouteAccessPoint else ctx.addresses.grpc
+
+
 async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
                             route_provider: RouteProvider | None = None,
                             clock: Clock | None = None,
@@ -174,7 +179,7 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
             ("grpc.max_send_message_length", limit),
             ("grpc.so_reuseport", 0),
         ])
-        advertised = ctx.addresses.grpc
+        advertised = route_address(ctx, cfg)
         routes = route_provider or LocalRouteProvider(
             service.catalog, cfg.brokerName, cfg.brokerId,
             parse_address(advertised) if advertised else None)

@@ -17,6 +17,10 @@ class MessagingConfig(RocketConfig):
     brokerName: str = "broker-a"
     brokerId: NonNegativeInt = 0
 
+    grpcRouteAccessPoint: bool = False
+    """Routes name the address the client connected to (a Service or load balancer in front
+    of the master) instead of this broker's own address, so they survive a failover."""
+
     autoCreateTopicEnable: bool = True
     autoCreateSubscriptionGroup: bool = True
     defaultTopicQueueNums: PositiveInt = 8
