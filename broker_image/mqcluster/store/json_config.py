@@ -6,7 +6,10 @@ import json
 import logging
 import os
 import threading
-from typing import Any
+import time
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from typing import Any, ClassVar, Generic, TypeVar
 
 from mqcluster.store.atomic import atomic_write, read_file
 
@@ -77,3 +80,66 @@ class DataVersion:
     def from_dict(cls, d: dict[str, Any] | None) -> DataVersion:
         d = d or {}
         return cls(int(d.get("timestamp", 0)), int(d.get("counter", 0)))
+
+
+class TableEntry:
+    """A dataclass row of a versioned table, serialized with RocketMQ's field names."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload, no-any-return]
+
+    @classmethod
+    def from_dict(cls: type[E], d: dict[str, Any]) -> E:
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+E = TypeVar("E", bound=TableEntry)
+
+
+class VersionedTable(JsonConfigFile, Generic[E]):
+    """A name -> entry table with a dataVersion; every change is persisted before returning.
+
+    Subclasses name the JSON file, the table's key in it, the entry type and the
+    field holding an entry's name.
+    """
+
+    table_key: ClassVar[str] = ""
+    name_field: ClassVar[str] = ""
+    entry_type: type[E]
+
+    def __init__(self, config_dir: str, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(config_dir)
+        self._clock = clock
+        self.table: dict[str, E] = {}
+        self.data_version = DataVersion()
+
+    def get(self, name: str) -> E | None:
+        return self.table.get(name)
+
+    def put(self, entry: E) -> None:
+        self.table[getattr(entry, self.name_field)] = entry
+        self._changed()
+
+    def delete(self, name: str) -> bool:
+        if self.table.pop(name, None) is None:
+            return False
+        self._changed()
+        return True
+
+    def _changed(self) -> None:
+        self.data_version.next(int(self._clock() * 1000))
+        self.persist()
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_dict(),
+            self.table_key: {n: e.to_dict() for n, e in sorted(self.table.items())},
+        }
+
+    def decode(self, data: dict[str, Any]) -> None:
+        rows = data.get(self.table_key) or {}
+        self.table = {
+            n: self.entry_type.from_dict({self.name_field: n, **row}) for n, row in rows.items()
+        }
+        self.data_version = DataVersion.from_dict(data.get("dataVersion"))

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
-from mqcluster.store.json_config import DataVersion, JsonConfigFile
+from mqcluster.store.json_config import TableEntry, VersionedTable
 
 
 @dataclass
-class SubscriptionGroupConfig:
+class SubscriptionGroupConfig(TableEntry):
     groupName: str
     consumeEnable: bool = True
     consumeFromMinEnable: bool = True
@@ -26,38 +23,14 @@ class SubscriptionGroupConfig:
     consumeTimeoutMinute: int = 15
     attributes: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SubscriptionGroupConfig:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-
-class SubscriptionGroupManager(JsonConfigFile):
+class SubscriptionGroupManager(VersionedTable[SubscriptionGroupConfig]):
     """Consumer group table; every change is persisted before the call returns."""
 
     file_name = "subscriptionGroup.json"
-
-    def __init__(self, config_dir: str, clock: Callable[[], float] = time.time) -> None:
-        super().__init__(config_dir)
-        self._clock = clock
-        self.table: dict[str, SubscriptionGroupConfig] = {}
-        self.data_version = DataVersion()
-
-    def get(self, group: str) -> SubscriptionGroupConfig | None:
-        return self.table.get(group)
-
-    def put(self, config: SubscriptionGroupConfig) -> None:
-        self.table[config.groupName] = config
-        self._changed()
-
-    def delete(self, group: str) -> bool:
-        if self.table.pop(group, None) is None:
-            return False
-        self._changed()
-        return True
+    table_key = "subscriptionGroupTable"
+    name_field = "groupName"
+    entry_type = SubscriptionGroupConfig
 
     def create_if_absent(self, group: str) -> SubscriptionGroupConfig:
         existing = self.table.get(group)
@@ -66,19 +39,3 @@ class SubscriptionGroupManager(JsonConfigFile):
         config = SubscriptionGroupConfig(group)
         self.put(config)
         return config
-
-    def _changed(self) -> None:
-        self.data_version.next(int(self._clock() * 1000))
-        self.persist()
-
-    def encode(self) -> dict[str, Any]:
-        return {
-            "dataVersion": self.data_version.to_dict(),
-            "subscriptionGroupTable": {n: c.to_dict() for n, c in sorted(self.table.items())},
-        }
-
-    def decode(self, data: dict[str, Any]) -> None:
-        table = data.get("subscriptionGroupTable") or {}
-        self.table = {n: SubscriptionGroupConfig.from_dict({"groupName": n, **c})
-                      for n, c in table.items()}
-        self.data_version = DataVersion.from_dict(data.get("dataVersion"))

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
-from mqcluster.store.json_config import DataVersion, JsonConfigFile
+from mqcluster.store.json_config import TableEntry, VersionedTable
 
 PERM_PRIORITY = 0x8
 PERM_READ = 0x4
@@ -16,7 +13,7 @@ PERM_INHERIT = 0x1
 
 
 @dataclass
-class TopicConfig:
+class TopicConfig(TableEntry):
     topicName: str
     readQueueNums: int = 16
     writeQueueNums: int = 16
@@ -34,38 +31,14 @@ class TopicConfig:
     def writable(self) -> bool:
         return bool(self.perm & PERM_WRITE)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TopicConfig:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-
-class TopicConfigManager(JsonConfigFile):
+class TopicConfigManager(VersionedTable[TopicConfig]):
     """Topic table; every change is persisted before the call returns."""
 
     file_name = "topics.json"
-
-    def __init__(self, config_dir: str, clock: Callable[[], float] = time.time) -> None:
-        super().__init__(config_dir)
-        self._clock = clock
-        self.table: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion()
-
-    def get(self, topic: str) -> TopicConfig | None:
-        return self.table.get(topic)
-
-    def put(self, config: TopicConfig) -> None:
-        self.table[config.topicName] = config
-        self._changed()
-
-    def delete(self, topic: str) -> bool:
-        if self.table.pop(topic, None) is None:
-            return False
-        self._changed()
-        return True
+    table_key = "topicConfigTable"
+    name_field = "topicName"
+    entry_type = TopicConfig
 
     def create_if_absent(self, topic: str, queue_nums: int = 4, perm: int = 6) -> TopicConfig:
         existing = self.table.get(topic)
@@ -74,19 +47,3 @@ class TopicConfigManager(JsonConfigFile):
         config = TopicConfig(topic, queue_nums, queue_nums, perm)
         self.put(config)
         return config
-
-    def _changed(self) -> None:
-        self.data_version.next(int(self._clock() * 1000))
-        self.persist()
-
-    def encode(self) -> dict[str, Any]:
-        return {
-            "dataVersion": self.data_version.to_dict(),
-            "topicConfigTable": {name: c.to_dict() for name, c in sorted(self.table.items())},
-        }
-
-    def decode(self, data: dict[str, Any]) -> None:
-        table = data.get("topicConfigTable") or {}
-        self.table = {name: TopicConfig.from_dict({"topicName": name, **c})
-                      for name, c in table.items()}
-        self.data_version = DataVersion.from_dict(data.get("dataVersion"))
