@@ -8,8 +8,10 @@ from mqcluster.broker.remoting_codec import (
     CodecError,
     WireMessage,
     decode_batch,
+    decode_batch_raw,
     decode_properties,
     decode_pulled,
+    decode_single_raw,
     encode_batch,
     encode_properties,
     encode_pulled,
@@ -100,3 +102,46 @@ def test_pulled_truncation_detected() -> None:
     raw = encode_pulled([_stored(1)])
     with pytest.raises(CodecError):
         decode_pulled(raw[:-3])
+
+
+def test_raw_batch_matches_decoded_batch() -> None:
+    msgs = [
+        WireMessage(b"hello", tags="A", keys=["k1", "k2"], properties={"p": "1"}, flag=3),
+        WireMessage(b"\x00" * 1000),
+    ]
+    raw = decode_batch_raw(encode_batch(msgs))
+    assert raw is not None
+    assert raw.bodies == [m.body for m in msgs] and raw.flags == [3, 0]
+    assert raw.tags == ["A", None]
+    decoded = [WireMessage.from_properties(b, decode_properties(p.decode())) for b, p in
+               zip(raw.bodies, raw.properties, strict=True)]
+    assert [(m.tags, m.keys, m.properties) for m in decoded] == [
+        (m.tags, m.keys, m.properties) for m in msgs
+    ]
+
+
+def test_raw_decoding_falls_back_on_an_empty_tag() -> None:
+    assert decode_batch_raw(encode_batch([WireMessage(b"x", properties={"TAGS": ""})])) is None
+    assert decode_single_raw(b"x", "TAGS\x01\x02", 0) is None
+    single = decode_single_raw(b"x", "TAGS\x01T\x02KEYS\x01a b\x02", 1)
+    assert single is not None and single.tags == ["T"] and single.flags == [1]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x00\x00\x05",
+        struct.pack(">IIIII", 100, 0, 0, 0, 1) + b"x",
+        struct.pack(">IIIII", 27, 0, 0, 0, 50) + b"x" * 7,
+        struct.pack(">IIIII", 23, 0, 1234, 0, 1) + b"x" + b"\x00\x00",
+        struct.pack(">IIIII", 25, 0, 0, 0, 1) + b"x" + b"\x00\x02ab",
+        struct.pack(">IIIII", 25, 0, 0, 0, 1) + b"x" + b"\x00\x02\xff\xfe",
+    ],
+)
+def test_raw_batch_errors_are_the_decoded_ones(data: bytes) -> None:
+    with pytest.raises(CodecError) as raw:
+        decode_batch_raw(data)
+    with pytest.raises(CodecError) as full:
+        decode_batch(data)
+    assert str(raw.value) == str(full.value)

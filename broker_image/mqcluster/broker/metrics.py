@@ -55,6 +55,8 @@ class BrokerMetrics:
             buckets=PUT_LATENCY_BUCKETS,
             registry=r,
         )
+        self._put_latency = self.put_latency.labels(**self.labels)
+        self._put_children: dict[str, tuple[Counter, Counter]] = {}
         self.put_errors = Counter(
             "rocketmq_put_errors", "Rejected or failed sends", [*names, "status"], registry=r
         )
@@ -82,9 +84,15 @@ class BrokerMetrics:
         )
 
     def record_put(self, topic: str, count: int, nbytes: int, seconds: float) -> None:
-        self.messages_in.labels(**self.labels, topic=topic).inc(count)
-        self.bytes_in.labels(**self.labels, topic=topic).inc(nbytes)
-        self.put_latency.labels(**self.labels).observe(seconds)
+        children = self._put_children.get(topic)
+        if children is None:
+            children = self._put_children[topic] = (
+                self.messages_in.labels(**self.labels, topic=topic),
+                self.bytes_in.labels(**self.labels, topic=topic),
+            )
+        children[0].inc(count)
+        children[1].inc(nbytes)
+        self._put_latency.observe(seconds)
 
     def record_put_error(self, status: str) -> None:
         self.put_errors.labels(**self.labels, status=status).inc()

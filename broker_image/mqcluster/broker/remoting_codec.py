@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mqcluster.store.message import (
@@ -64,11 +65,14 @@ class CodecError(ValueError):
 
 
 def encode_properties(props: dict[str, str]) -> str:
-    for name, value in props.items():
-        for ch in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
-            if ch in name or ch in value:
-                raise CodecError(f"property {name!r} contains a reserved separator")
-    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in props.items())
+    text = "".join([f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in props.items()])
+    n = len(props)
+    if text.count(NAME_VALUE_SEPARATOR) != n or text.count(PROPERTY_SEPARATOR) != n:
+        for name, value in props.items():
+            for ch in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
+                if ch in name or ch in value:
+                    raise CodecError(f"property {name!r} contains a reserved separator")
+    return text
 
 
 def decode_properties(text: str | None) -> dict[str, str]:
@@ -106,11 +110,15 @@ class WireMessage:
 
     @classmethod
     def from_properties(cls, body: bytes, props: dict[str, str], flag: int = 0) -> WireMessage:
-        props = dict(props)
+        return cls._taking(body, dict(props), flag)
+
+    @classmethod
+    def _taking(cls, body: bytes, props: dict[str, str], flag: int) -> WireMessage:
+        """Like ``from_properties`` but takes ownership of ``props`` (no copy)."""
         tags = props.pop(PROPERTY_TAGS, None) or None
-        keys_text = props.pop(PROPERTY_KEYS, "")
-        keys = [k for k in keys_text.split(KEY_SEPARATOR) if k]
-        return cls(body=body, tags=tags, keys=keys, properties=props, flag=flag)
+        keys_text = props.pop(PROPERTY_KEYS, None)
+        keys = [k for k in keys_text.split(KEY_SEPARATOR) if k] if keys_text else []
+        return cls(body, tags, keys, props, flag)
 
 
 def properties_bytes(props: dict[str, str]) -> bytes:
@@ -120,50 +128,129 @@ def properties_bytes(props: dict[str, str]) -> bytes:
     return raw
 
 
-def encode_batch(messages: list[WireMessage]) -> bytes:
-    out = bytearray()
-    for msg in messages:
-        props = properties_bytes(msg.all_properties())
-        total = _BATCH_HEAD.size + len(msg.body) + _U16.size + len(props)
-        crc = zlib.crc32(msg.body) & 0xFFFFFFFF
-        out += _BATCH_HEAD.pack(total, BATCH_MAGIC, crc, msg.flag & 0xFFFFFFFF, len(msg.body))
-        out += msg.body
-        out += _U16.pack(len(props))
-        out += props
-    return bytes(out)
+def encode_batch_entry(body: bytes, props: bytes, flag: int = 0) -> bytes:
+    """One entry of a SEND_BATCH_MESSAGE body; ``props`` as :func:`properties_bytes` gives."""
+    total = _BATCH_HEAD.size + len(body) + _U16.size + len(props)
+    head = _BATCH_HEAD.pack(total, BATCH_MAGIC, zlib.crc32(body), flag & 0xFFFFFFFF, len(body))
+    return b"".join((head, body, _U16.pack(len(props)), props))
+
+
+def encode_batch(messages: Sequence[WireMessage]) -> bytes:
+    return b"".join(
+        [encode_batch_entry(m.body, properties_bytes(m.all_properties()), m.flag) for m in messages]
+    )
 
 
 def decode_batch(data: bytes) -> list[WireMessage]:
+    if not isinstance(data, bytes):
+        data = bytes(data)
     messages: list[WireMessage] = []
-    view = memoryview(data)
+    unpack_head = _BATCH_HEAD.unpack_from
+    head_size = _BATCH_HEAD.size
+    crc32 = zlib.crc32
+    taking = WireMessage._taking
+    size = len(data)
     pos = 0
-    while pos < len(view):
-        if len(view) - pos < _BATCH_HEAD.size:
+    while pos < size:
+        if size - pos < head_size:
             raise CodecError(f"truncated batch entry at byte {pos}")
-        total, _magic, crc, flag, body_len = _BATCH_HEAD.unpack_from(view, pos)
+        total, _magic, crc, flag, body_len = unpack_head(data, pos)
         end = pos + total
-        if total < _BATCH_HEAD.size + _U16.size or end > len(view):
+        if total < head_size + 2 or end > size:
             raise CodecError(f"batch entry at byte {pos} has bad totalSize {total}")
-        body_start = pos + _BATCH_HEAD.size
+        body_start = pos + head_size
         props_at = body_start + body_len
-        if props_at + _U16.size > end:
+        if props_at + 2 > end:
             raise CodecError(f"batch entry at byte {pos} has bad bodyLen {body_len}")
-        body = bytes(view[body_start:props_at])
-        if crc and zlib.crc32(body) & 0xFFFFFFFF != crc:
+        body = data[body_start:props_at]
+        if crc and crc32(body) != crc:
             raise CodecError(f"batch entry at byte {pos}: body CRC mismatch")
-        (props_len,) = _U16.unpack_from(view, props_at)
-        if props_at + _U16.size + props_len != end:
-            raise CodecError(f"batch entry at byte {pos} has bad propertiesLen {props_len}")
-        props_raw = bytes(view[props_at + _U16.size : end])
+        if props_at + 2 + (data[props_at] << 8 | data[props_at + 1]) != end:
+            raise CodecError(f"batch entry at byte {pos} has bad propertiesLen")
         try:
-            props = decode_properties(props_raw.decode("utf-8"))
+            props = decode_properties(data[props_at + 2 : end].decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise CodecError(f"batch entry at byte {pos}: properties not UTF-8") from exc
-        messages.append(WireMessage.from_properties(body, props, flag))
+        messages.append(taking(body, props, flag))
         pos = end
     if not messages:
         raise CodecError("empty batch")
     return messages
+
+
+@dataclass(slots=True)
+class RawMessages:
+    """A batch body split into parallel lists; ``properties`` stay encoded (UTF-8 bytes)."""
+
+    bodies: list[bytes]
+    properties: list[bytes]
+    tags: list[str | None]
+    flags: list[int]
+
+
+def _tags_of(text: str) -> str | None:
+    """The TAGS value of a properties string; CodecError as ``decode_properties``'s."""
+    tags = None
+    for item in text.split(PROPERTY_SEPARATOR):
+        if item:
+            name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+            if not sep or not name:
+                raise CodecError(f"property entry {item!r} is not name\\x01value")
+            if name == PROPERTY_TAGS:
+                tags = value
+    return tags
+
+
+def decode_single_raw(body: bytes, properties: str, flag: int) -> RawMessages | None:
+    """SEND_MESSAGE(_V2)'s one message as :class:`RawMessages` (``None``: general path)."""
+    tags = _tags_of(properties)
+    if tags == "":
+        return None
+    return RawMessages([body], [properties.encode("utf-8")], [tags], [flag])
+
+
+def decode_batch_raw(data: bytes) -> RawMessages | None:
+    """Like :func:`decode_batch` (same checks, same errors) without decoding properties into
+    dicts; ``None`` when a message needs the general path (an empty TAGS value)."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    out = RawMessages([], [], [], [])
+    unpack_head = _BATCH_HEAD.unpack_from
+    head_size = _BATCH_HEAD.size
+    crc32 = zlib.crc32
+    size = len(data)
+    pos = 0
+    while pos < size:
+        if size - pos < head_size:
+            raise CodecError(f"truncated batch entry at byte {pos}")
+        total, _magic, crc, flag, body_len = unpack_head(data, pos)
+        end = pos + total
+        if total < head_size + 2 or end > size:
+            raise CodecError(f"batch entry at byte {pos} has bad totalSize {total}")
+        body_start = pos + head_size
+        props_at = body_start + body_len
+        if props_at + 2 > end:
+            raise CodecError(f"batch entry at byte {pos} has bad bodyLen {body_len}")
+        body = data[body_start:props_at]
+        if crc and crc32(body) != crc:
+            raise CodecError(f"batch entry at byte {pos}: body CRC mismatch")
+        if props_at + 2 + (data[props_at] << 8 | data[props_at + 1]) != end:
+            raise CodecError(f"batch entry at byte {pos} has bad propertiesLen")
+        props = data[props_at + 2 : end]
+        try:
+            tags = _tags_of(props.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CodecError(f"batch entry at byte {pos}: properties not UTF-8") from exc
+        if tags == "":
+            return None
+        out.bodies.append(body)
+        out.properties.append(props)
+        out.tags.append(tags)
+        out.flags.append(flag)
+        pos = end
+    if not out.bodies:
+        raise CodecError("empty batch")
+    return out
 
 
 # ------------------------------------------------------------------ pull

@@ -27,6 +27,7 @@ def runtime_table(ctx: BrokerContext) -> dict[str, str]:
         "commitLogMinOffset": store.commitlog_min_offset,
         "commitLogMaxOffset": store.commitlog_max_offset,
         "commitLogFlushedOffset": store.flushed_offset,
+        "commitLogFlushRounds": store.flush_rounds,
         "dispatchBehindBytes": store.dispatch_behind_bytes,
         "topicNums": len(store.topics.table),
         "queueNums": len(store.queues()),

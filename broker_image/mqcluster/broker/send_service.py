@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.protocol import BrokerResponseCode
-from mqcluster.broker.remoting_codec import WireMessage
+from mqcluster.broker.remoting_codec import RawMessages, WireMessage
 from mqcluster.broker.topic_service import TopicRejection, TopicService
+from mqcluster.store.batch import RawBatch
+from mqcluster.store.codec import offset_msg_id
+from mqcluster.store.filter import tags_code
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
 
 PUT_STATUS_CODES: dict[PutStatus, int] = {
@@ -42,6 +45,8 @@ class SendRequest:
     sys_flag: int = 0
     reconsume_times: int = 0
     default_queue_nums: int | None = None
+    raw: RawMessages | None = None
+    """A batch kept in its encoded form; used instead of ``messages`` when set."""
 
 
 @dataclass
@@ -50,6 +55,9 @@ class SendOutcome:
     remark: str | None = None
     queue_id: int = -1
     results: list[PutResult] = field(default_factory=list)
+    queue_offset: int = -1
+    """Queue offset of the first message."""
+    offset_msg_ids: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,24 +76,25 @@ class SendService:
         self.topics = topics
         self._random = rng or random.Random()
 
-    def _check_sizes(self, messages: Sequence[WireMessage]) -> str | None:
+    def _check_sizes(self, bodies: Sequence[bytes]) -> str | None:
         """Body limits; the store checks the properties' size (PROPERTIES_SIZE_EXCEEDED)."""
         limit = self.ctx.config.maxMessageSize
         total = 0
-        for i, msg in enumerate(messages):
-            if not msg.body:
+        for i, body in enumerate(bodies):
+            if not body:
                 return f"message {i} has an empty body"
-            if len(msg.body) > limit:
-                return f"message body of {len(msg.body)} bytes exceeds maxMessageSize {limit}"
-            total += len(msg.body)
-        if len(messages) > 1 and total > limit:
+            if len(body) > limit:
+                return f"message body of {len(body)} bytes exceeds maxMessageSize {limit}"
+            total += len(body)
+        if len(bodies) > 1 and total > limit:
             return f"batch body of {total} bytes exceeds maxMessageSize {limit}"
         return None
 
     async def send(self, req: SendRequest) -> SendOutcome:
-        if not req.messages:
+        bodies = req.raw.bodies if req.raw is not None else [m.body for m in req.messages]
+        if not bodies:
             return _reject(BrokerResponseCode.MESSAGE_ILLEGAL, "no message to send")
-        problem = self._check_sizes(req.messages)
+        problem = self._check_sizes(bodies)
         if problem is not None:
             self.ctx.metrics.record_put_error("MESSAGE_ILLEGAL")
             return _reject(BrokerResponseCode.MESSAGE_ILLEGAL, problem)
@@ -102,7 +111,9 @@ class SendService:
                 f"queueId {queue_id} is illegal: topic {req.topic!r} has "
                 f"{topic.writeQueueNums} write queues",
             )
-        records = [self._record(req, queue_id, m) for m in req.messages]
+        if req.raw is not None:
+            return await self._send_raw(req, req.raw, queue_id)
+        records = self._records(req, queue_id)
         started = time.perf_counter()
         if len(records) == 1:
             results = [await self.ctx.store.put_message(records[0])]
@@ -120,19 +131,58 @@ class SendService:
             self.ctx.metrics.record_put_error(status.value)
             remark = results[0].remark if results else ""
             return SendOutcome(code, remark or f"store answered {status.value}", queue_id, results)
-        return SendOutcome(code, None, queue_id, results)
+        return SendOutcome(
+            code, None, queue_id, results, results[0].queue_offset,
+            [r.offset_msg_id for r in results],
+        )  # fmt: skip
 
-    def _record(self, req: SendRequest, queue_id: int, msg: WireMessage) -> MessageRecord:
-        return MessageRecord(
-            topic=req.topic,
-            queue_id=queue_id,
-            body=msg.body,
-            tags=msg.tags,
-            keys=list(msg.keys),
-            properties=dict(msg.properties),
-            born_timestamp=req.born_timestamp or int(time.time() * 1000),
-            born_host=req.born_host,
-            flag=msg.flag,
-            sys_flag=req.sys_flag,
-            reconsume_times=req.reconsume_times,
-        )
+    async def _send_raw(self, req: SendRequest, raw: RawMessages, queue_id: int) -> SendOutcome:
+        """A batch appended as one vectorized store write (``MessageStore.put_batch``)."""
+        store = self.ctx.store
+        batch = RawBatch(
+            req.topic, queue_id, req.born_host, req.born_timestamp or int(time.time() * 1000),
+            raw.bodies, raw.properties, [tags_code(t) if t else 0 for t in raw.tags], raw.flags,
+            req.sys_flag, req.reconsume_times,
+        )  # fmt: skip
+        started = time.perf_counter()
+        result = await store.put_batch(batch)
+        status = result.status
+        if status.stored and store.confirm_offset is None:
+            await store.wait_dispatched(result.next_commitlog_offset)
+        code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
+        if status.stored:
+            nbytes = sum(map(len, raw.bodies))
+            self.ctx.metrics.record_put(
+                req.topic, len(raw.bodies), nbytes, time.perf_counter() - started
+            )
+        if code != BrokerResponseCode.SUCCESS:
+            self.ctx.metrics.record_put_error(status.value)
+            if not status.stored:
+                return _reject(code, result.remark or f"store answered {status.value}")
+        prefix = offset_msg_id(store.config.storeHost, 0)[:-16]
+        ids = [prefix + off.to_bytes(8, "big").hex().upper() for off in result.commitlog_offsets]
+        remark = None if code == BrokerResponseCode.SUCCESS else f"store answered {status.value}"
+        return SendOutcome(code, remark, queue_id, [], result.queue_offset, ids)
+
+    @staticmethod
+    def _records(req: SendRequest, queue_id: int) -> list[MessageRecord]:
+        """The request's messages as store records; the records share the messages' lists."""
+        topic, born_host = req.topic, req.born_host
+        born = req.born_timestamp or int(time.time() * 1000)
+        sys_flag, reconsume = req.sys_flag, req.reconsume_times
+        return [
+            MessageRecord(
+                topic,
+                queue_id,
+                m.body,
+                m.tags,
+                m.keys,
+                m.properties,
+                born,
+                born_host,
+                m.flag,
+                sys_flag,
+                reconsume,
+            )
+            for m in req.messages
+        ]

@@ -21,13 +21,11 @@ from mqcluster.broker.protocol import (
     QueryConsumerOffsetRequestHeader,
     RequestCode,
     SearchOffsetRequestHeader,
-    SendMessageRequestHeader,
     SendMessageResponseHeader,
     SubscriptionGroupConfig,
     UpdateConsumerOffsetRequestHeader,
     header_fields,
     parse_header,
-    v1_to_v2,
 )
 from mqcluster.broker.remoting_codec import (
     CodecError,
@@ -38,6 +36,7 @@ from mqcluster.broker.remoting_codec import (
 )
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import PullResult, PullStatus
+from mqcluster.client.send_header import send_header_v1, send_header_v2, send_response
 from mqcluster.namesrv.protocol import TopicConfig, TopicConfigSerializeWrapper
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.rpc import RpcClient, RpcError
@@ -91,20 +90,33 @@ class BrokerApi:
         born_timestamp: int = 0,
         default_queue_nums: int = 4,
     ) -> SendMessageResponseHeader:
-        header = SendMessageRequestHeader(
-            producerGroup=producer_group,
-            topic=topic,
-            defaultTopicQueueNums=default_queue_nums,
-            queueId=queue_id,
-            bornTimestamp=born_timestamp,
-            flag=msg.flag,
-            properties=encode_properties(msg.all_properties()),
-        )
-        cmd = RemotingCommand.request(
-            RequestCode.SEND_MESSAGE_V2, v1_to_v2(header_fields(header)), msg.body
-        )
-        resp = await self.call(addr, cmd)
-        return _parse(SendMessageResponseHeader, resp)
+        props = encode_properties(msg.all_properties())
+        return await self.send_encoded(
+            addr, topic, msg.body, props, queue_id, flag=msg.flag,
+            producer_group=producer_group, born_timestamp=born_timestamp,
+            default_queue_nums=default_queue_nums,
+        )  # fmt: skip
+
+    async def send_encoded(
+        self,
+        addr: str,
+        topic: str,
+        body: bytes,
+        properties: str,
+        queue_id: int,
+        *,
+        flag: int = 0,
+        producer_group: str = "DEFAULT_PRODUCER",
+        born_timestamp: int = 0,
+        default_queue_nums: int = 4,
+    ) -> SendMessageResponseHeader:
+        """SEND_MESSAGE_V2 of one message whose properties string is already encoded."""
+        fields = send_header_v2(
+            producer_group, topic, queue_id, born_timestamp, default_queue_nums,
+            flag=flag, properties=properties,
+        )  # fmt: skip
+        cmd = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body)
+        return send_response(addr, await self.call(addr, cmd))
 
     async def send_batch(
         self,
@@ -117,21 +129,32 @@ class BrokerApi:
         born_timestamp: int = 0,
         default_queue_nums: int = 4,
     ) -> SendMessageResponseHeader:
-        header = SendMessageRequestHeader(
-            producerGroup=producer_group,
-            topic=topic,
-            defaultTopicQueueNums=default_queue_nums,
-            queueId=queue_id,
-            bornTimestamp=born_timestamp,
-            batch=True,
-        )
         try:
             body = encode_batch(msgs)
         except CodecError as exc:
             raise ClientError(str(exc)) from exc
-        cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header_fields(header), body)
-        resp = await self.call(addr, cmd)
-        return _parse(SendMessageResponseHeader, resp)
+        return await self.send_batch_encoded(
+            addr, topic, body, queue_id, producer_group=producer_group,
+            born_timestamp=born_timestamp, default_queue_nums=default_queue_nums,
+        )  # fmt: skip
+
+    async def send_batch_encoded(
+        self,
+        addr: str,
+        topic: str,
+        body: bytes,
+        queue_id: int,
+        *,
+        producer_group: str = "DEFAULT_PRODUCER",
+        born_timestamp: int = 0,
+        default_queue_nums: int = 4,
+    ) -> SendMessageResponseHeader:
+        """SEND_BATCH_MESSAGE with a body already in the batch layout (``encode_batch``)."""
+        fields = send_header_v1(
+            producer_group, topic, queue_id, born_timestamp, default_queue_nums, batch=True
+        )
+        cmd = RemotingCommand(code=RequestCode.SEND_BATCH_MESSAGE, ext_fields=fields, body=body)
+        return send_response(addr, await self.call(addr, cmd))
 
     # ---------------------------------------------------------------- pull
 

@@ -8,11 +8,24 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from mqcluster.broker.protocol import BrokerResponseCode, SendMessageResponseHeader
+from mqcluster.broker.remoting_codec import (
+    CodecError,
+    encode_batch_entry,
+    encode_properties,
+    properties_bytes,
+)
+from mqcluster.client.accumulator import SendAccumulator
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import Message, MessageQueue, SendResult
 from mqcluster.client.route import NoRouteError, RouteResolver, TopicRoute
-from mqcluster.store.message import PROPERTY_UNIQ_KEY
+from mqcluster.client.uniq_key import UniqKeyGenerator
+from mqcluster.store.message import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+)
 
 RETRYABLE_CODES = frozenset(
     {
@@ -45,6 +58,7 @@ class Producer:
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = 2,
         default_queue_nums: int = 4,
+        auto_batch: bool = False,
     ) -> None:
         self.group = group
         self.retries = retries
@@ -57,6 +71,10 @@ class Producer:
             default_queue_nums=default_queue_nums,
         )
         self._counters: dict[str, Iterator[int]] = {}
+        self._keys = UniqKeyGenerator()
+        self._accumulator = (
+            SendAccumulator(self._send_auto_batch, _refused_unsent) if auto_batch else None
+        )
 
     async def __aenter__(self) -> Producer:
         return self
@@ -65,6 +83,8 @@ class Producer:
         await self.close()
 
     async def close(self) -> None:
+        if self._accumulator is not None:
+            await self._accumulator.close()
         await self.api.close()
 
     def _next_queue(self, route: TopicRoute, avoid: str | None) -> MessageQueue:
@@ -79,8 +99,15 @@ class Producer:
         return queues[next(counter) % len(queues)]
 
     async def send(self, msg: Message, queue: MessageQueue | None = None) -> SendResult:
+        """With ``auto_batch``, sends made in the same loop turn share one batch request."""
+        acc = self._accumulator
+        if acc is not None and queue is None and 0 < len(msg.body) <= acc.max_bytes:
+            return await acc.add(msg)
         results = await self._send(msg.topic, [msg], queue, batch=False)
         return results[0]
+
+    async def _send_auto_batch(self, topic: str, msgs: list[Message]) -> list[SendResult]:
+        return await self._send(topic, msgs, None, batch=len(msgs) > 1)
 
     async def send_batch(
         self, msgs: Sequence[Message], queue: MessageQueue | None = None
@@ -93,12 +120,26 @@ class Producer:
             raise ClientError(f"a batch must have one topic, got {sorted(topics)}")
         return await self._send(msgs[0].topic, list(msgs), queue, batch=True)
 
+    def _assign_keys(self, msgs: Sequence[Message]) -> None:
+        missing = [m for m in msgs if PROPERTY_UNIQ_KEY not in m.properties]
+        if missing:
+            for m, key in zip(missing, self._keys.next_keys(len(missing)), strict=True):
+                m.properties[PROPERTY_UNIQ_KEY] = key
+
     async def _send(
         self, topic: str, msgs: list[Message], queue: MessageQueue | None, *, batch: bool
     ) -> list[SendResult]:
-        for m in msgs:
-            m.properties.setdefault(PROPERTY_UNIQ_KEY, new_unique_key())
-        wires = [m.to_wire() for m in msgs]
+        self._assign_keys(msgs)
+        single = msgs[0]
+        if batch:
+            try:
+                payload = encode_batch_entries(msgs)
+            except CodecError as exc:
+                raise ClientError(str(exc)) from exc
+            props = ""
+        else:
+            payload = single.body
+            props = encode_properties(message_properties(single))
         avoid: str | None = None
         last: Exception | None = None
         for attempt in range(self.retries + 1):
@@ -108,21 +149,23 @@ class Producer:
             born = int(time.time() * 1000)
             try:
                 if batch:
-                    header = await self.api.send_batch(
+                    header = await self.api.send_batch_encoded(
                         addr,
                         topic,
-                        wires,
+                        payload,
                         target.queue_id,
                         producer_group=self.group,
                         born_timestamp=born,
                         default_queue_nums=self.default_queue_nums,
                     )
                 else:
-                    header = await self.api.send(
+                    header = await self.api.send_encoded(
                         addr,
                         topic,
-                        wires[0],
+                        payload,
+                        props,
                         target.queue_id,
+                        flag=single.flag,
                         producer_group=self.group,
                         born_timestamp=born,
                         default_queue_nums=self.default_queue_nums,
@@ -142,20 +185,40 @@ class Producer:
         raise ClientError(f"send to {topic!r} failed: {last}")
 
 
+def _refused_unsent(exc: Exception) -> bool:
+    """True for errors after which none of the request's messages can have been stored."""
+    if isinstance(exc, BrokerError):
+        return exc.code == BrokerResponseCode.MESSAGE_ILLEGAL
+    return isinstance(exc, (CodecError, ClientError)) and isinstance(exc.__cause__, CodecError)
+
+
+def message_properties(m: Message) -> dict[str, str]:
+    """User properties plus TAGS and KEYS, as the properties string carries them."""
+    if not m.tags and not m.keys:
+        return m.properties
+    props = dict(m.properties)
+    if m.tags:
+        props[PROPERTY_TAGS] = m.tags
+    if m.keys:
+        props[PROPERTY_KEYS] = KEY_SEPARATOR.join(m.keys)
+    return props
+
+
+def encode_batch_entries(msgs: Sequence[Message]) -> bytes:
+    """The SEND_BATCH_MESSAGE body of ``msgs``."""
+    return b"".join(
+        [encode_batch_entry(m.body, properties_bytes(message_properties(m)), m.flag) for m in msgs]
+    )
+
+
 def _results(
     msgs: list[Message], queue: MessageQueue, addr: str, header: SendMessageResponseHeader
 ) -> list[SendResult]:
     offset_ids = header.msgId.split(",") if header.msgId else []
-    results = []
+    offset_ids += [""] * (len(msgs) - len(offset_ids))
     target = MessageQueue(queue.topic, queue.broker_name, header.queueId)
-    for i, m in enumerate(msgs):
-        results.append(
-            SendResult(
-                msg_id=m.properties[PROPERTY_UNIQ_KEY],
-                queue=target,
-                queue_offset=header.queueOffset + i,
-                offset_msg_id=offset_ids[i] if i < len(offset_ids) else "",
-                broker_addr=addr,
-            )
-        )
-    return results
+    first = header.queueOffset
+    return [
+        SendResult(m.properties[PROPERTY_UNIQ_KEY], target, first + i, offset_ids[i], addr)
+        for i, m in enumerate(msgs)
+    ]

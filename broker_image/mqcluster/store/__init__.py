@@ -13,6 +13,7 @@ On-disk layout under ``storePathRootDir`` (as RocketMQ's):
 """
 
 from mqcluster.store.api import MessageStore, StoreLockedError
+from mqcluster.store.batch import BatchPutResult, RawBatch
 from mqcluster.store.config import FlushDiskType, StoreConfig
 from mqcluster.store.consumer_offset import ConsumerOffsetManager
 from mqcluster.store.epoch_file import EpochEntry, EpochFileCache
@@ -29,6 +30,7 @@ from mqcluster.store.subscription_group import SubscriptionGroupConfig, Subscrip
 from mqcluster.store.topic_config import TopicConfig, TopicConfigManager
 
 __all__ = [
+    "BatchPutResult",
     "ConsumerOffsetManager",
     "EpochEntry",
     "EpochFileCache",
@@ -40,6 +42,7 @@ __all__ = [
     "MessageStore",
     "PutResult",
     "PutStatus",
+    "RawBatch",
     "StoreConfig",
     "StoreLockedError",
     "StoredMessage",

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mqcluster.store import codec
 from mqcluster.store.atomic import atomic_write, fsync_dir
+from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
 from mqcluster.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from mqcluster.store.commitlog import CommitLog, RecoveryReport
 from mqcluster.store.config import FlushDiskType, StoreConfig
@@ -30,6 +31,7 @@ from mqcluster.store.filter import MessageFilter
 from mqcluster.store.flusher import GroupCommitFlusher
 from mqcluster.store.lockfile import StoreLock, StoreLockedError
 from mqcluster.store.message import (
+    PROPERTY_UNIQ_KEY,
     GetResult,
     MessageRecord,
     PutResult,
@@ -218,9 +220,10 @@ class MessageStore:
         results: list[PutResult | None] = [None] * len(recs)
         batch = []
         slots = []
-        for i, rec in enumerate(recs):
-            parts = codec.prepare(rec, cfg.storeHost)
-            problem = validate(parts, cfg, self._commitlog.segment_size)
+        store_host = cfg.storeHost
+        segment_size = self._commitlog.segment_size
+        for i, parts in enumerate(codec.prepare_all(recs, store_host)):
+            problem = validate(parts, cfg, segment_size)
             if problem is not None:
                 results[i] = PutResult(problem[0], remark=problem[1])
             else:
@@ -228,26 +231,63 @@ class MessageStore:
                 slots.append(i)
         if batch:
             now_ms = int(self._clock() * 1000)
+            caught_up = (self._dispatcher.offset == self._commitlog.max_offset
+                         and cfg.flushDiskType is FlushDiskType.ASYNC_FLUSH)
             try:
                 appended = self._commitlog.append(batch, now_ms)
             except OSError as exc:
                 for i in slots:
                     results[i] = PutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
                 return [r for r in results if r is not None]
-            self._dispatch.wake()
+            if caught_up:  # SYNC_FLUSH: the dispatcher batches while producers wait for fsync
+                self._dispatch.dispatch_now()
+            else:
+                self._dispatch.wake()
             self._notify_append()
             status = PutStatus.PUT_OK
             if cfg.flushDiskType is FlushDiskType.SYNC_FLUSH:
                 end = appended[-1].commitlog_offset + appended[-1].size
                 if not await self._flusher.wait_flushed(end, cfg.syncFlushTimeout / 1000):
                     status = PutStatus.FLUSH_DISK_TIMEOUT
+            host_prefix = codec.offset_msg_id(store_host, 0)[:-16]
             for i, parts, a in zip(slots, batch, appended, strict=True):
-                off_id = codec.offset_msg_id(cfg.storeHost, a.commitlog_offset)
+                off_id = f"{host_prefix}{a.commitlog_offset:016X}"
                 results[i] = PutResult(
-                    status, msg_id=parts.rec.uniq_key or off_id, queue_offset=a.queue_offset,
-                    commitlog_offset=a.commitlog_offset, store_size=a.size,
-                    store_timestamp=now_ms, offset_msg_id=off_id)
+                    status, parts.rec.properties.get(PROPERTY_UNIQ_KEY) or off_id,
+                    a.queue_offset, a.commitlog_offset, a.size, now_ms, off_id)
         return [r for r in results if r is not None]
+
+    async def put_batch(self, batch: RawBatch) -> BatchPutResult:
+        """One queue's batch (all or nothing): consecutive offsets, one write, one flush wait."""
+        if not self._running or self._flusher is None:
+            return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store not running")
+        if self._retention.disk_full:
+            return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full")
+        cfg = self.config
+        cl = self._commitlog
+        enc, problem = check_batch(batch, cfg.storeHost, cfg.maxMessageSize,
+                                   cfg.maxPropertiesSize, cl.segment_size)
+        if enc is None:
+            assert problem is not None
+            return BatchPutResult(problem[0], remark=problem[1])
+        now_ms = int(self._clock() * 1000)
+        caught_up = (self._dispatcher.offset == cl.max_offset
+                     and cfg.flushDiskType is FlushDiskType.ASYNC_FLUSH)
+        try:
+            first, offsets = cl.append_batch(enc, now_ms)
+        except OSError as exc:
+            return BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
+        if caught_up:
+            self._dispatch.dispatch_now()
+        else:
+            self._dispatch.wake()
+        self._notify_append()
+        status = PutStatus.PUT_OK
+        if cfg.flushDiskType is FlushDiskType.SYNC_FLUSH:
+            end = offsets[-1] + enc.sizes[-1]
+            if not await self._flusher.wait_flushed(end, cfg.syncFlushTimeout / 1000):
+                status = PutStatus.FLUSH_DISK_TIMEOUT
+        return BatchPutResult(status, first, offsets, enc.sizes, now_ms)
 
     # dispatch
     def _dispatch_limit(self) -> int:
@@ -329,6 +369,11 @@ class MessageStore:
     @property
     def flushed_offset(self) -> int:
         return self._commitlog.flushed_offset
+
+    @property
+    def flush_rounds(self) -> int:
+        """Commitlog fsync rounds since start (each serves every producer waiting for it)."""
+        return self._flusher.rounds if self._flusher is not None else 0
 
     @property
     def dispatched_offset(self) -> int:

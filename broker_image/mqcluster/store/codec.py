@@ -15,6 +15,7 @@ import functools
 import ipaddress
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -32,6 +33,11 @@ MESSAGE_MAGIC = 0xDAA320A7 - (1 << 32)
 BLANK_MAGIC = 0xCBD43194 - (1 << 32)
 HEADER = struct.Struct(">iiiiiqqiqqiq")
 PREFIX = struct.Struct(">ii")
+TAIL_FIXED = struct.Struct(">iiqqiqqiq")
+CRC_PREFIX = struct.Struct(">iiI")
+I32 = struct.Struct(">i")
+I16 = struct.Struct(">h")
+FIXED_SIZE = HEADER.size
 END_FILE_MIN_BLANK_LENGTH = PREFIX.size
 MAX_TOPIC_LENGTH = 127
 CRC_FROM = 12
@@ -43,15 +49,17 @@ TRANSACTION_PREPARED_TYPE = 0x1 << 2
 TRANSACTION_ROLLBACK_TYPE = 0x3 << 2
 
 
+NO_QUEUE_OFFSET_TYPES = frozenset((TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE))
+
+
 def consumes_queue_offset(sys_flag: int) -> bool:
     """Prepared and rolled-back transaction messages get no queue offset and no CQ entry."""
-    kind = sys_flag & TRANSACTION_TYPE_MASK
-    return kind not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+    return sys_flag & TRANSACTION_TYPE_MASK not in NO_QUEUE_OFFSET_TYPES
 
 
 def encode_properties(props: dict[str, str]) -> bytes:
-    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}"
-                   for k, v in props.items()).encode("utf-8")
+    return "".join([f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}"
+                    for k, v in props.items()]).encode("utf-8")
 
 
 def decode_properties(raw: bytes) -> dict[str, str]:
@@ -88,9 +96,31 @@ def record_properties(rec: MessageRecord) -> dict[str, str]:
     return props
 
 
-@dataclass
+def record_tags(rec: MessageRecord) -> str | None:
+    """The tag the record is stored with (``tags``, else a ``TAGS`` property)."""
+    return rec.tags or rec.properties.get(PROPERTY_TAGS)
+
+
+@functools.lru_cache(maxsize=256)
+def short_field(text: str) -> bytes:
+    """A host string as stored: length (1 byte) and UTF-8 bytes (longer ones fail validation)."""
+    raw = text.encode("utf-8")
+    return bytes((len(raw) & 0xFF,)) + raw
+
+
+@functools.lru_cache(maxsize=4096)
+def topic_field(topic: str) -> bytes:
+    raw = topic.encode("utf-8")
+    return I16.pack(len(raw) & 0x7FFF) + raw
+
+
+@dataclass(slots=True)
 class EncodedParts:
-    """A record's variable parts, encoded once and reused when its position is known."""
+    """A record's variable parts, encoded once and reused when its position is known.
+
+    ``hosts`` is ``bornHost`` and ``storeHost`` with their length bytes; ``topic`` and
+    ``props`` are the raw strings (their length fields are added by ``encode``).
+    """
 
     rec: MessageRecord
     born_host: bytes
@@ -98,33 +128,50 @@ class EncodedParts:
     topic: bytes
     props: bytes
     size: int
+    hosts: bytes = b""
+    topic_field: bytes = b""
 
 
 def prepare(rec: MessageRecord, store_host: str) -> EncodedParts:
-    born = rec.born_host.encode("utf-8")
-    store = store_host.encode("utf-8")
-    topic = rec.topic.encode("utf-8")
-    props = encode_properties(record_properties(rec))
-    size = HEADER.size + 1 + len(born) + 1 + len(store) + 4 + len(rec.body) + 2 + len(topic)
-    size += 2 + len(props)
-    return EncodedParts(rec, born, store, topic, props, size)
+    return prepare_all([rec], store_host)[0]
+
+
+def prepare_all(recs: Sequence[MessageRecord], store_host: str) -> list[EncodedParts]:
+    """``prepare`` of each record; the host and topic fields are encoded once per batch."""
+    store_field = short_field(store_host)
+    store_raw = store_field[1:]
+    shared: dict[tuple[str, str], tuple[bytes, bytes, int, bytes, bytes]] = {}
+    out: list[EncodedParts] = []
+    for rec in recs:
+        key = (rec.topic, rec.born_host)
+        fields = shared.get(key)
+        if fields is None:
+            born_field = short_field(rec.born_host)
+            topic_bytes = topic_field(rec.topic)
+            fixed = FIXED_SIZE + len(born_field) + len(store_field) + 4 + len(topic_bytes) + 2
+            fields = shared[key] = (born_field + store_field, topic_bytes, fixed,
+                                    born_field[1:], topic_bytes[2:])
+        hosts, topic_bytes, fixed, born_raw, topic_raw = fields
+        props = encode_properties(
+            record_properties(rec) if rec.tags or rec.keys else rec.properties)
+        out.append(EncodedParts(rec, born_raw, store_raw, topic_raw, props,
+                                fixed + len(rec.body) + len(props), hosts, topic_bytes))
+    return out
 
 
 def encode(parts: EncodedParts, queue_offset: int, physical_offset: int,
            store_timestamp: int) -> bytes:
     rec = parts.rec
+    body = rec.body
+    props = parts.props
     tail = b"".join((
-        struct.pack(">iiqqiqqiq", rec.queue_id, rec.flag, queue_offset, physical_offset,
-                    rec.sys_flag, rec.born_timestamp, store_timestamp, rec.reconsume_times,
-                    rec.prepared_transaction_offset),
-        bytes((len(parts.born_host),)), parts.born_host,
-        bytes((len(parts.store_host),)), parts.store_host,
-        struct.pack(">i", len(rec.body)), rec.body,
-        struct.pack(">h", len(parts.topic)), parts.topic,
-        struct.pack(">h", len(parts.props)), parts.props,
+        TAIL_FIXED.pack(rec.queue_id, rec.flag, queue_offset, physical_offset,
+                         rec.sys_flag, rec.born_timestamp, store_timestamp, rec.reconsume_times,
+                         rec.prepared_transaction_offset),
+        parts.hosts, I32.pack(len(body)), body, parts.topic_field,
+        I16.pack(len(props)), props,
     ))
-    crc = zlib.crc32(tail)
-    return struct.pack(">iiI", parts.size, MESSAGE_MAGIC, crc) + tail
+    return CRC_PREFIX.pack(parts.size, MESSAGE_MAGIC, zlib.crc32(tail)) + tail
 
 
 def encode_blank(length: int) -> bytes:

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mqcluster.store import codec
+from mqcluster.store.batch import EncodedBatch, encode_record
 from mqcluster.store.codec import (
     END_FILE_MIN_BLANK_LENGTH,
+    NO_QUEUE_OFFSET_TYPES,
     PREFIX,
+    TRANSACTION_TYPE_MASK,
     EncodedParts,
     RecordKind,
     consumes_queue_offset,
+    record_tags,
 )
+from mqcluster.store.filter import tags_code
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.scanner import scan
 from mqcluster.store.segment import SegmentedFile
@@ -22,13 +28,33 @@ log = logging.getLogger(__name__)
 
 FsyncFn = Callable[[int], None]
 QueueKey = tuple[str, int]
+CqEntryOf = tuple[str, int, int, int, int, int]
+"""topic, queue id, queue offset, commitlog offset, size, tags code."""
+
+RECENT_ENTRIES = 1 << 16
+"""At most this many consume-queue entries wait in ``CommitLog.recent`` (dispatch lag)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Appended:
     commitlog_offset: int
     queue_offset: int
     size: int
+
+
+@dataclass(slots=True)
+class AppendedBatch:
+    """The consume-queue entries of one local append of ``[start, end)``.
+
+    The dispatcher takes them instead of reading the bytes back; anything it cannot
+    match this way (replicated bytes, batches dropped from the bounded history) it
+    scans from the commitlog as before.
+    """
+
+    start: int
+    end: int
+    entries: list[CqEntryOf]
+    store_timestamp: int
 
 
 @dataclass
@@ -51,6 +77,8 @@ class CommitLog:
         self.last_store_timestamp = 0
         self.queue_offsets: dict[QueueKey, int] = {}
         self._table_scanned_to = 0
+        self.recent: deque[AppendedBatch] = deque()
+        self._recent_entries = 0
 
     @property
     def segment_size(self) -> int:
@@ -89,11 +117,62 @@ class CommitLog:
             self._table_scanned_to = start
             raise
 
+    def append_batch(self, enc: EncodedBatch, store_timestamp: int) -> tuple[int, list[int]]:
+        """Append one queue's batch; returns (first queue offset, commitlog offsets)."""
+        self._catch_up_queue_offsets()
+        start = self.max_offset
+        b = enc.batch
+        key = (b.topic, b.queue_id)
+        old = self.queue_offsets.get(key)
+        try:
+            return self._append_batch(enc, store_timestamp, old or 0)
+        except OSError:
+            log.exception("commitlog append failed at %d; rolling back", start)
+            if old is None:
+                self.queue_offsets.pop(key, None)
+            else:
+                self.queue_offsets[key] = old
+            self.files.truncate(start)
+            self._table_scanned_to = start
+            raise
+
+    def _append_batch(self, enc: EncodedBatch, store_timestamp: int,
+                      first: int) -> tuple[int, list[int]]:
+        batch_start = self.max_offset
+        seg = self.files.writable_segment(batch_start)
+        buf = bytearray()
+        b = enc.batch
+        topic, queue_id = b.topic, b.queue_id
+        offsets: list[int] = []
+        entries: list[CqEntryOf] = []
+        for i, (size, code) in enumerate(zip(enc.sizes, b.tags_codes, strict=True)):
+            used = seg.write_pos + len(buf)
+            if used + size + END_FILE_MIN_BLANK_LENGTH > seg.size:
+                buf += codec.encode_blank(seg.size - used)
+                seg.append(buf)
+                buf = bytearray()
+                seg = self.files.create(seg.limit)
+                used = 0
+            physical = seg.start + used
+            buf += encode_record(enc, i, first + i, physical, store_timestamp)
+            offsets.append(physical)
+            entries.append((topic, queue_id, first + i, physical, size, code))
+        seg.append(buf)
+        self.queue_offsets[(topic, queue_id)] = first + len(offsets)
+        self.last_store_timestamp = store_timestamp
+        self._table_scanned_to = self.max_offset
+        self._remember(AppendedBatch(batch_start, self.max_offset, entries, store_timestamp))
+        return first, offsets
+
     def _append(self, batch: Sequence[EncodedParts], store_timestamp: int,
                 touched: dict[QueueKey, int | None]) -> list[Appended]:
-        seg = self.files.writable_segment(self.max_offset)
+        batch_start = self.max_offset
+        seg = self.files.writable_segment(batch_start)
         buf = bytearray()
         out: list[Appended] = []
+        entries: list[CqEntryOf] = []
+        queue_offsets = self.queue_offsets
+        encode = codec.encode
         for parts in batch:
             used = seg.write_pos + len(buf)
             if used + parts.size + END_FILE_MIN_BLANK_LENGTH > seg.size:
@@ -104,24 +183,52 @@ class CommitLog:
                 seg = self.files.create(seg.limit)
                 used = 0
             rec = parts.rec
-            key = (rec.topic, rec.queue_id)
-            counts = consumes_queue_offset(rec.sys_flag)
-            queue_offset = self.queue_offsets.get(key, 0) if counts else 0
             physical = seg.start + used
-            buf += codec.encode(parts, queue_offset, physical, store_timestamp)
-            if counts:
-                if key not in touched:
-                    touched[key] = self.queue_offsets.get(key)
-                self.queue_offsets[key] = queue_offset + 1
+            if rec.sys_flag & TRANSACTION_TYPE_MASK in NO_QUEUE_OFFSET_TYPES:
+                buf += encode(parts, 0, physical, store_timestamp)
+                out.append(Appended(physical, 0, parts.size))
+                continue
+            key = (rec.topic, rec.queue_id)
+            queue_offset = queue_offsets.get(key, 0)
+            buf += encode(parts, queue_offset, physical, store_timestamp)
+            if key not in touched:
+                touched[key] = queue_offsets.get(key)
+            queue_offsets[key] = queue_offset + 1
+            tags = record_tags(rec)
+            entries.append((rec.topic, rec.queue_id, queue_offset, physical, parts.size,
+                            tags_code(tags) if tags else 0))
             out.append(Appended(physical, queue_offset, parts.size))
         seg.append(buf)
         self.last_store_timestamp = store_timestamp
         self._table_scanned_to = self.max_offset
+        self._remember(AppendedBatch(batch_start, self.max_offset, entries, store_timestamp))
         return out
+
+    def _remember(self, batch: AppendedBatch) -> None:
+        self.recent.append(batch)
+        self._recent_entries += len(batch.entries)
+        while self._recent_entries > RECENT_ENTRIES and len(self.recent) > 1:
+            self.take_recent()
+
+    def next_recent(self, pos: int) -> AppendedBatch | None:
+        """The oldest remembered append starting at or after ``pos`` (older ones are dropped)."""
+        while self.recent and self.recent[0].start < pos:
+            self.take_recent()
+        return self.recent[0] if self.recent else None
+
+    def take_recent(self) -> AppendedBatch:
+        batch = self.recent.popleft()
+        self._recent_entries -= len(batch.entries)
+        return batch
+
+    def forget_recent(self) -> None:
+        self.recent.clear()
+        self._recent_entries = 0
 
     def append_raw(self, offset: int, data: bytes) -> bool:
         """Append replicated bytes at ``offset``: the current end, or any segment start
         when the commitlog is empty (a replica that starts from the master's last file)."""
+        self.forget_recent()
         if self.files.empty and offset % self.segment_size == 0:
             self._table_scanned_to = offset
         elif offset != self.max_offset:
@@ -164,6 +271,7 @@ class CommitLog:
         """Take queue offsets from the consume queues, complete below ``accounted_to``."""
         self.queue_offsets = dict(table)
         self._table_scanned_to = min(accounted_to, self.max_offset)
+        self.forget_recent()
 
     # reading
     def read(self, offset: int, max_bytes: int) -> bytes:
@@ -260,6 +368,7 @@ class CommitLog:
 
     def truncate(self, offset: int) -> None:
         """Drop everything at or after ``offset`` (a record boundary)."""
+        self.forget_recent()
         self.files.truncate(offset)
         self.flushed_offset = min(self.flushed_offset, offset)
         self._table_scanned_to = min(self._table_scanned_to, offset)

@@ -51,6 +51,15 @@ class DispatchService:
                 fut.cancel()
             self._waiters = []
 
+    def dispatch_now(self) -> None:
+        """Dispatch right away on the caller's turn of the loop (after a local append)."""
+        if self._wake is None:
+            return
+        self.dispatcher.dispatch(self.limit(), DISPATCH_BUDGET)
+        self._release()
+        if self.dispatcher.offset < self.limit():
+            self._wake.set()
+
     def _release(self) -> None:
         done = self.dispatcher.offset
         keep = []

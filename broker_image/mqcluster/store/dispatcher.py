@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from mqcluster.store.codec import RecordKind, consumes_queue_offset
-from mqcluster.store.commitlog import CommitLog
+from mqcluster.store.commitlog import CommitLog, CqEntryOf
 from mqcluster.store.consume_queue import ConsumeQueue
 from mqcluster.store.consume_queue_store import ConsumeQueueStore
 from mqcluster.store.scanner import scan
@@ -29,10 +29,53 @@ class Dispatcher:
         self.stuck_reason = ""
 
     def dispatch(self, limit: int, budget_bytes: int = 1 << 62) -> int:
-        """Dispatch complete records below ``limit``; returns the bytes consumed."""
+        """Dispatch complete records below ``limit``; returns the bytes consumed.
+
+        Local appends are taken from the commitlog's record of them; everything else
+        (replicated bytes, older history) is scanned from the segment files.
+        """
         start = self.offset
         pending: dict[ConsumeQueue, list[Entry]] = {}
         pos = start
+        cl = self.commitlog
+        while pos < limit and pos - start < budget_bytes:
+            head = cl.next_recent(pos)
+            if head is not None and head.start == pos and head.end <= limit:
+                cl.take_recent()
+                self._take(head.entries, pending)
+                self.last_store_timestamp = head.store_timestamp
+                pos = head.end
+                continue
+            scan_to = head.start if head is not None and pos < head.start < limit else limit
+            pos, stopped = self._scan(pos, scan_to, start + budget_bytes, pending)
+            if stopped:
+                break
+        for cq, entries in pending.items():
+            cq.put(entries)
+        if pending:
+            self.queues.register_new()
+        self.offset = pos
+        for cq in pending:
+            for listener in self.listeners:
+                try:
+                    listener(cq.topic, cq.queue_id, cq.max_offset)
+                except Exception:
+                    log.exception("message arrival listener failed")
+        return pos - start
+
+    def _take(self, entries: list[CqEntryOf], pending: dict[ConsumeQueue, list[Entry]]) -> None:
+        queues = self.queues
+        last_key: tuple[str, int] | None = None
+        bucket: list[Entry] = []
+        for topic, queue_id, queue_offset, offset, size, code in entries:
+            if (topic, queue_id) != last_key:
+                last_key = (topic, queue_id)
+                bucket = pending.setdefault(queues.find_or_create(topic, queue_id), [])
+            bucket.append((queue_offset, offset, size, code))
+
+    def _scan(self, pos: int, limit: int, budget_end: int,
+              pending: dict[ConsumeQueue, list[Entry]]) -> tuple[int, bool]:
+        """Scan records in ``[pos, limit)``; ``(new position, True if it must stop here)``."""
         for off, rec in scan(self.commitlog.files, pos, limit, verify_crc=False):
             if rec.kind is RecordKind.MESSAGE and rec.info is not None:
                 info = rec.info
@@ -49,18 +92,7 @@ class Dispatcher:
                     self.stuck_reason = rec.reason
                     log.error("dispatch stopped at corrupt commitlog record %d: %s",
                               off, rec.reason)
-                break
-            if pos - start >= budget_bytes:
-                break
-        for cq, entries in pending.items():
-            cq.put(entries)
-        if pending:
-            self.queues.register_new()
-        self.offset = pos
-        for cq in pending:
-            for listener in self.listeners:
-                try:
-                    listener(cq.topic, cq.queue_id, cq.max_offset)
-                except Exception:
-                    log.exception("message arrival listener failed")
-        return pos - start
+                return pos, True
+            if pos >= budget_end:
+                return pos, True
+        return pos, pos < limit

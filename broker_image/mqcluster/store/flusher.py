@@ -33,9 +33,10 @@ class GroupCommitFlusher:
         self.flushed_timestamp = 0
         self.rounds = 0
         self.lock = asyncio.Lock()
-        self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        self._waiters: list[tuple[int, asyncio.Future[bool], float]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._expiry: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="commitlog-flush")
@@ -54,13 +55,29 @@ class GroupCommitFlusher:
             return True
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
-        self._waiters.append((offset, fut))
+        deadline = loop.time() + timeout_s
+        self._waiters.append((offset, fut, deadline))
         self._wake.set()
-        timer = loop.call_later(timeout_s, _resolve, fut, False)
-        try:
-            return await fut
-        finally:
-            timer.cancel()
+        if self._expiry is None or deadline < self._expiry.when():
+            if self._expiry is not None:
+                self._expiry.cancel()
+            self._expiry = loop.call_at(deadline, self._expire)
+        return await fut
+
+    def _expire(self) -> None:
+        """Answer ``False`` to waiters past their deadline; one timer serves all waiters."""
+        self._expiry = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        keep = []
+        for waiter in self._waiters:
+            if waiter[2] <= now:
+                _resolve(waiter[1], False)
+            elif not waiter[1].done():
+                keep.append(waiter)
+        self._waiters = keep
+        if keep:
+            self._expiry = loop.call_at(min(w[2] for w in keep), self._expire)
 
     async def _run(self) -> None:
         while True:
@@ -91,8 +108,9 @@ class GroupCommitFlusher:
 
     def _release(self, ok: bool) -> None:
         flushed = self.commitlog.flushed_offset
-        keep: list[tuple[int, asyncio.Future[bool]]] = []
-        for offset, fut in self._waiters:
+        keep: list[tuple[int, asyncio.Future[bool], float]] = []
+        for waiter in self._waiters:
+            offset, fut, _ = waiter
             if fut.done():
                 continue
             if offset <= flushed:
@@ -100,7 +118,10 @@ class GroupCommitFlusher:
             elif not ok:
                 fut.set_result(False)
             else:
-                keep.append((offset, fut))
+                keep.append(waiter)
         self._waiters = keep
         if keep:
             self._wake.set()
+        elif self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from mqcluster.store.codec import MAX_TOPIC_LENGTH, EncodedParts
@@ -12,14 +13,22 @@ MAX_PROPERTIES_LENGTH = 0x7FFF
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
+@functools.lru_cache(maxsize=4096)
+def topic_problem(topic: str, encoded_length: int) -> str | None:
+    if not topic or encoded_length > MAX_TOPIC_LENGTH:
+        return f"topic length must be 1..{MAX_TOPIC_LENGTH} bytes"
+    if not TOPIC_PATTERN.match(topic):
+        return "topic may only hold letters, digits and %|_-"
+    return None
+
+
 def validate(parts: EncodedParts, config: StoreConfig, segment_size: int) -> tuple[
         PutStatus, str] | None:
     """``None`` when the message may be stored, else the status and a reason."""
     rec = parts.rec
-    if not rec.topic or len(parts.topic) > MAX_TOPIC_LENGTH:
-        return PutStatus.MESSAGE_ILLEGAL, f"topic length must be 1..{MAX_TOPIC_LENGTH} bytes"
-    if not TOPIC_PATTERN.match(rec.topic):
-        return PutStatus.MESSAGE_ILLEGAL, "topic may only hold letters, digits and %|_-"
+    problem = topic_problem(rec.topic, len(parts.topic))
+    if problem is not None:
+        return PutStatus.MESSAGE_ILLEGAL, problem
     if rec.queue_id < 0:
         return PutStatus.MESSAGE_ILLEGAL, "negative queue id"
     if len(parts.props) > min(config.maxPropertiesSize, MAX_PROPERTIES_LENGTH):

@@ -10,11 +10,18 @@ class TrafficObserver:
 
     def __init__(self, metrics: Any | None) -> None:
         self._m = metrics
+        self._stored: dict[str, tuple[Any, Any]] = {}
 
     def stored(self, topic: str, size: int) -> None:
         if self._m is not None:
-            self._m.messages_in.labels(**self._m.labels, topic=topic).inc()
-            self._m.bytes_in.labels(**self._m.labels, topic=topic).inc(size)
+            children = self._stored.get(topic)
+            if children is None:
+                children = self._stored[topic] = (
+                    self._m.messages_in.labels(**self._m.labels, topic=topic),
+                    self._m.bytes_in.labels(**self._m.labels, topic=topic),
+                )
+            children[0].inc()
+            children[1].inc(size)
 
     def delivered(self, topic: str, size: int) -> None:
         if self._m is not None:

@@ -6,18 +6,20 @@ from mqcluster.broker.protocol import (
     BrokerResponseCode,
     RequestCode,
     SendMessageRequestHeader,
-    SendMessageResponseHeader,
-    header_fields,
     parse_header,
     v2_to_v1,
 )
 from mqcluster.broker.remoting_codec import (
     CodecError,
+    RawMessages,
     WireMessage,
     decode_batch,
+    decode_batch_raw,
     decode_properties,
+    decode_single_raw,
 )
 from mqcluster.broker.send_service import SendOutcome, SendRequest, SendService
+from mqcluster.store.codec import consumes_queue_offset
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 
@@ -36,14 +38,24 @@ class SendHandlers:
         if cmd.code == RequestCode.SEND_MESSAGE_V2:
             ext = v2_to_v1(ext)
         header = parse_header(SendMessageRequestHeader, ext)
+        raw: RawMessages | None = None
+        messages: list[WireMessage] = []
         try:
-            messages = self._messages(cmd, header)
+            if consumes_queue_offset(header.sysFlag):
+                raw = (
+                    decode_batch_raw(cmd.body)
+                    if self._is_batch(cmd, header)
+                    else decode_single_raw(cmd.body, header.properties, header.flag)
+                )
+            if raw is None:
+                messages = self._messages(cmd, header)
         except CodecError as exc:
             return cmd.response(BrokerResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
         outcome = await self.service.send(
             SendRequest(
                 topic=header.topic,
                 messages=messages,
+                raw=raw,
                 queue_id=header.queueId,
                 producer_group=header.producerGroup,
                 born_host=conn.peer,
@@ -56,20 +68,24 @@ class SendHandlers:
         return _response(cmd, outcome)
 
     @staticmethod
-    def _messages(cmd: RemotingCommand, header: SendMessageRequestHeader) -> list[WireMessage]:
-        if cmd.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+    def _is_batch(cmd: RemotingCommand, header: SendMessageRequestHeader) -> bool:
+        return cmd.code == RequestCode.SEND_BATCH_MESSAGE or header.batch
+
+    def _messages(
+        self, cmd: RemotingCommand, header: SendMessageRequestHeader
+    ) -> list[WireMessage]:
+        if self._is_batch(cmd, header):
             return decode_batch(cmd.body)
         props = decode_properties(header.properties)
         return [WireMessage.from_properties(cmd.body, props, header.flag)]
 
 
 def _response(cmd: RemotingCommand, outcome: SendOutcome) -> RemotingCommand:
-    if not outcome.results:
+    if not outcome.offset_msg_ids:
         return cmd.response(outcome.code, remark=outcome.remark)
-    first = outcome.results[0]
-    header = SendMessageResponseHeader(
-        msgId=",".join(r.offset_msg_id for r in outcome.results),
-        queueId=outcome.queue_id,
-        queueOffset=first.queue_offset,
-    )
-    return cmd.response(outcome.code, remark=outcome.remark, ext_fields=header_fields(header))
+    fields = {
+        "msgId": ",".join(outcome.offset_msg_ids),
+        "queueId": str(outcome.queue_id),
+        "queueOffset": str(outcome.queue_offset),
+    }
+    return cmd.response(outcome.code, remark=outcome.remark, ext_fields=fields)

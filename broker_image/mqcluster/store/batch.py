@@ -1,0 +1,128 @@
+"""Vectorized batch append: many messages of one queue, encoded straight into one buffer.
+
+A ``RawBatch`` carries what a producer's batch request holds, already in the stored
+form (each message's properties string as bytes, its tag hash); appending it makes
+one record per message (one CRC each) without a per-message record object.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from mqcluster.store.codec import (
+    CRC_PREFIX,
+    FIXED_SIZE,
+    I16,
+    I32,
+    MESSAGE_MAGIC,
+    TAIL_FIXED,
+    consumes_queue_offset,
+    short_field,
+    topic_field,
+)
+from mqcluster.store.message import PutStatus
+from mqcluster.store.validation import MAX_PROPERTIES_LENGTH, topic_problem
+
+
+@dataclass(slots=True)
+class RawBatch:
+    """Messages for one queue from one request; lists are parallel, one item per message.
+
+    ``properties[i]`` is the stored properties string (``name\\x01value\\x02...``, UTF-8)
+    including TAGS, KEYS and UNIQ_KEY; ``tags_codes[i]`` the hash of its TAGS value.
+    Transactional ``sys_flag`` values are not accepted here (use ``put_messages``).
+    """
+
+    topic: str
+    queue_id: int
+    born_host: str
+    born_timestamp: int
+    bodies: list[bytes]
+    properties: list[bytes]
+    tags_codes: list[int]
+    flags: list[int]
+    sys_flag: int = 0
+    reconsume_times: int = 0
+
+
+@dataclass(slots=True)
+class BatchPutResult:
+    """Message ``i`` got queue offset ``queue_offset + i`` and ``commitlog_offsets[i]``."""
+
+    status: PutStatus
+    queue_offset: int = -1
+    commitlog_offsets: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    store_timestamp: int = 0
+    remark: str = ""
+
+    @property
+    def next_commitlog_offset(self) -> int:
+        if not self.commitlog_offsets:
+            return -1
+        return self.commitlog_offsets[-1] + self.sizes[-1]
+
+
+@dataclass(slots=True)
+class EncodedBatch:
+    """The parts of a batch's records that do not depend on their position."""
+
+    batch: RawBatch
+    hosts: bytes
+    topic_field: bytes
+    sizes: list[int]
+
+
+def check_batch(
+    batch: RawBatch, store_host: str, max_body: int, max_props: int, segment_size: int
+) -> tuple[EncodedBatch | None, tuple[PutStatus, str] | None]:
+    """The encoded batch, or the status and reason it must be refused (all or nothing)."""
+    topic = topic_field(batch.topic)
+    problem = topic_problem(batch.topic, len(batch.topic.encode("utf-8")))
+    if problem is not None:
+        return None, (PutStatus.MESSAGE_ILLEGAL, problem)
+    if batch.queue_id < 0:
+        return None, (PutStatus.MESSAGE_ILLEGAL, "negative queue id")
+    if not consumes_queue_offset(batch.sys_flag):
+        return None, (PutStatus.MESSAGE_ILLEGAL, "transactional messages cannot be batched")
+    born, store = short_field(batch.born_host), short_field(store_host)
+    if len(born) > 256 or len(store) > 256:
+        return None, (PutStatus.MESSAGE_ILLEGAL, "host string longer than 255 bytes")
+    n = len(batch.bodies)
+    if not n or not len(batch.properties) == len(batch.tags_codes) == len(batch.flags) == n:
+        return None, (PutStatus.MESSAGE_ILLEGAL, "batch lists are empty or differ in length")
+    props_limit = min(max_props, MAX_PROPERTIES_LENGTH)
+    fixed = FIXED_SIZE + len(born) + len(store) + 4 + len(topic) + 2
+    sizes = []
+    for body, props in zip(batch.bodies, batch.properties, strict=True):
+        if len(props) > props_limit:
+            return None, (PutStatus.PROPERTIES_SIZE_EXCEEDED, f"properties are {len(props)} bytes")
+        if len(body) > max_body:
+            return None, (
+                PutStatus.MESSAGE_ILLEGAL,
+                f"body of {len(body)} bytes exceeds maxMessageSize {max_body}",
+            )
+        size = fixed + len(body) + len(props)
+        if size + 8 > segment_size:
+            return None, (PutStatus.MESSAGE_ILLEGAL, "message larger than a commitlog segment")
+        sizes.append(size)
+    return EncodedBatch(batch, born + store, topic, sizes), None
+
+
+def encode_record(
+    enc: EncodedBatch, i: int, queue_offset: int, physical: int, store_timestamp: int
+) -> bytes:
+    """Record ``i`` of the batch at its position (same layout as ``codec.encode``)."""
+    b = enc.batch
+    body, props = b.bodies[i], b.properties[i]
+    tail = b"".join(
+        (
+            TAIL_FIXED.pack(
+                b.queue_id, b.flags[i], queue_offset, physical, b.sys_flag, b.born_timestamp,
+                store_timestamp, b.reconsume_times, 0,
+            ),
+            enc.hosts, I32.pack(len(body)), body, enc.topic_field, I16.pack(len(props)), props,
+        )
+    )  # fmt: skip
+    return CRC_PREFIX.pack(enc.sizes[i], MESSAGE_MAGIC, zlib.crc32(tail)) + tail
