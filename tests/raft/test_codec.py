@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import struct
+import zlib
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from mqcluster.raft.codec import (
     pack_values,
     unpack_values,
 )
+from mqcluster.raft.storage import encode_record
 from mqcluster.raft.types import (
     AppendRequest,
     AppendResponse,
@@ -135,11 +138,28 @@ def test_malformed_messages_raise_frame_error(msg: Message, mutate: Any, match: 
         decode_message(cmd)
 
 
-def test_bad_entry_type_and_snapshot_body() -> None:
-    body = bytearray(encode_entries(ENTRIES[:1]))
-    body[16] = 9
-    with pytest.raises(FrameError, match="unknown entry type 9"):
+def _record(index: int, term: int, typ: int, data: bytes) -> bytes:
+    payload = struct.pack(">QQB", index, term, typ) + data
+    return struct.pack(">II", len(payload), zlib.crc32(payload)) + payload
+
+
+def test_entries_body_is_the_disk_record_format() -> None:
+    body = encode_entries(ENTRIES)
+    assert body == b"".join(encode_record(e) for e in ENTRIES)
+
+
+def test_a_damaged_record_fails_its_crc() -> None:
+    body = bytearray(encode_entries(ENTRIES))
+    body[len(body) // 2] ^= 0x40
+    with pytest.raises(FrameError, match="CRC mismatch"):
         decode_entries(bytes(body))
+    with pytest.raises(FrameError, match="length 3 out of range"):
+        decode_entries(struct.pack(">II", 3, 0) + bytes(30))
+
+
+def test_bad_entry_type_and_snapshot_body() -> None:
+    with pytest.raises(FrameError, match="unknown entry type 9"):
+        decode_entries(_record(7, 3, 9, b"x"))
     cmd = encode_message(InstallSnapshotRequest("n0", "n3", 5, SNAPSHOT))
     cmd.body = b"\x00\x00\x10\x00{}"
     with pytest.raises(FrameError, match="exceeds"):
@@ -168,3 +188,36 @@ def test_entries_body_cache_encodes_a_batch_once() -> None:
     other_term = [Entry(8, 3, EntryType.NORMAL, b"x"), Entry(9, 5, EntryType.NORMAL, b"y")]
     third = encode_message(AppendRequest("n0", "n1", 5, 7, 3, other_term, 6, 3), cache)
     assert decode_entries(third.body) == other_term
+
+
+def test_body_cache_reuses_records_by_entry_identity() -> None:
+    cache = EntriesBodyCache()
+    batch = [Entry(i, 2, EntryType.NORMAL, bytes([i]) * 100) for i in range(1, 11)]
+    whole = cache.body(batch)
+    assert cache.body(batch) is whole  # same batch again: the same buffer
+    assert cache.body(batch[3:7]) == encode_entries(batch[3:7])  # a slice of it
+    # An equal but distinct entry (another leader's, say) is never served from the cache.
+    other = [Entry(4, 2, EntryType.NORMAL, bytes([4]) * 100)]
+    assert cache.body(other) == encode_entries(other)
+    # Runs from several buffers join up.
+    more = [Entry(i, 3, EntryType.NORMAL, b"m") for i in range(11, 14)]
+    assert cache.body([*batch[8:], *more]) == encode_entries([*batch[8:], *more])
+
+
+def test_decoded_records_are_cached_for_the_followers_disk_write() -> None:
+    cache = EntriesBodyCache()
+    cmd = encode_message(APPEND)
+    msg = decode_message(cmd, cache)
+    assert isinstance(msg, AppendRequest)
+    assert cache.body(msg.entries) is cmd.body
+    assert cache.body(msg.entries[1:]) == encode_entries(ENTRIES[1:])
+
+
+def test_body_cache_stays_within_its_capacity() -> None:
+    cache = EntriesBodyCache(capacity_bytes=1000)
+    batches = [[Entry(i, 1, EntryType.NORMAL, bytes(300))] for i in range(1, 8)]
+    for b in batches:
+        cache.body(b)
+    assert cache.body(batches[-1]) == encode_entries(batches[-1])
+    assert sum(len(r.body) for r in cache._runs) <= 1000
+    assert set(cache._by_index) == {e.index for r in cache._runs for e in r.entries}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mqcluster.raft.codec import RAFT_MESSAGE_CODES
 from mqcluster.raft.node import (
     ProposalError,
     RaftNotLeaderError,
@@ -19,9 +20,18 @@ from mqcluster.raft.node import (
     RunnerOptions,
     parse_peers,
 )
-from mqcluster.raft.types import Entry, RaftConfig, Role
-from mqcluster.wire.rpc import HandlerRegistry, RpcServer
+from mqcluster.raft.types import (
+    AppendRequest,
+    Entry,
+    RaftConfig,
+    Role,
+    VoteRequest,
+    VoteResponse,
+)
+from mqcluster.wire.frame import RemotingCommand, ResponseCode
+from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcServer
 from tests.procs import free_addr
+from tests.raft.helpers import elect, new_node
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -190,6 +200,97 @@ async def test_shared_registry(tmp_path: Path) -> None:
         await server.stop()
 
 
+async def test_persists_inline_on_a_fast_disk_and_in_the_io_thread_on_a_slow_one(
+    tmp_path: Path,
+) -> None:
+    for below, inline in ((1.0, True), (0.0, False)):
+        options = RunnerOptions(snapshot_every=0, inline_persist_below=below)
+        g = Group(tmp_path / str(below), options)
+        for nid in g.peers:
+            await g.start(nid)
+        try:
+            leader = await g.leader()
+            for i in range(5):
+                await leader.propose_batch([f"{i}-{j}".encode() for j in range(20)])
+            for sm in g.machines.values():
+                await asyncio.wait_for(sm.wait_for(lambda v: len(v) == 100), 5)
+            for runner in g.runners.values():
+                assert runner.stats.persists > 0
+                assert (runner.stats.inline_persists > 0) is inline
+            assert len({tuple(sm.values) for sm in g.machines.values()}) == 1
+        finally:
+            for nid in list(g.runners):
+                await g.stop(nid)
+
+
+async def test_followers_write_the_records_they_received(group: Group) -> None:
+    leader = await group.leader()
+    await leader.propose_batch([bytes([i]) * 300 for i in range(40)])
+    for sm in group.machines.values():
+        await asyncio.wait_for(sm.wait_for(lambda v: len(v) == 40), 5)
+    segments = {
+        nid: b"".join(p.read_bytes() for p in sorted((group.root / nid / "log").glob("*.seg")))
+        for nid in group.peers
+    }
+    assert len(set(segments.values())) == 1  # byte-identical logs on every member
+
+
+async def test_raft_messages_are_served_in_the_reader(tmp_path: Path) -> None:
+    registry = HandlerRegistry()
+    runner = RaftRunner("solo", {"solo": free_addr()}, tmp_path, ListMachine(), registry=registry)
+    await runner.start()
+    try:
+        assert all(registry.sync_handler(code) is not None for code in RAFT_MESSAGE_CODES)
+    finally:
+        await runner.stop()
+
+
+async def test_sync_handlers_answer_requests_and_report_errors() -> None:
+    registry = HandlerRegistry()
+
+    def echo(cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        if cmd.body == b"boom":
+            raise RuntimeError("boom")
+        if cmd.body == b"bad":
+            raise ValueError("bad")
+        return cmd.response(body=cmd.body[::-1])
+
+    registry.register_sync(4242, echo)
+    addr = free_addr()
+    host, port = addr.split(":")
+    server = RpcServer(host, int(port), registry)
+    await server.start()
+    client = RpcClient()
+    try:
+        ok = await client.invoke(addr, RemotingCommand.request(4242, body=b"abc"))
+        assert (ok.code, ok.body) == (ResponseCode.SUCCESS, b"cba")
+        bad = await client.invoke(addr, RemotingCommand.request(4242, body=b"bad"))
+        assert bad.code == ResponseCode.INVALID_REQUEST
+        boom = await client.invoke(addr, RemotingCommand.request(4242, body=b"boom"))
+        assert boom.code == ResponseCode.SYSTEM_ERROR and "boom" in (boom.remark or "")
+    finally:
+        await client.close()
+        await server.stop()
+
+
+def test_leader_pushes_can_leave_before_the_ready_is_persisted() -> None:
+    nodes = {n: new_node(n) for n in ("a", "b", "c")}
+    elect(nodes, "a")
+    leader = nodes["a"]
+    rd = leader.ready()  # being persisted
+    leader.propose_batch([b"x", b"y"])
+    leader.step(VoteRequest("c", "a", leader.term, 0, 0), 0.0)  # answered only after it
+    pushes = leader.take_leader_pushes()
+    assert {m.dst for m in pushes} == {"b", "c"}
+    assert all(isinstance(m, AppendRequest) for m in pushes)
+    leader.advance(rd)
+    assert all(isinstance(m, VoteResponse) for m in leader.ready().messages)
+    # Not a leader: nothing is taken early.
+    follower = nodes["b"]
+    follower.step(VoteRequest("c", "b", follower.term + 1, 99, follower.term + 1), 0.0)
+    assert follower.take_leader_pushes() == []
+
+
 def test_parse_peers() -> None:
     assert parse_peers("n0-127.0.0.2:9000;n1-127.0.0.3:9001; n2-localhost:9002") == {
         "n0": "127.0.0.2:9000",
@@ -205,7 +306,7 @@ async def test_disk_failure_stops_the_member(group: Group) -> None:
     leader = await group.leader()
     assert leader._log is not None
 
-    def full_disk(entries: object) -> None:
+    def full_disk(entries: object, records: object = None) -> None:
         raise OSError(28, "No space left on device")
 
     leader._log.append = full_disk  # type: ignore[method-assign]

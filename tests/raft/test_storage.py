@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.raft.diskformat import CorruptFileError
+from mqcluster.raft.diskformat import CorruptFileError, encode_records
 from mqcluster.raft.storage import CorruptLogError, RaftLog, encode_record
 from mqcluster.raft.types import Entry, EntryType, HardState, Membership, Snapshot, SnapshotMeta
 
@@ -70,6 +70,24 @@ def test_one_fsync_per_appended_batch(tmp_path: Path, monkeypatch: pytest.Monkey
     log.append(entries(2, 200))
     assert len(calls) == 1
     log.close()
+
+
+def test_append_of_given_records_writes_them_as_is(tmp_path: Path) -> None:
+    a, b = RaftLog(tmp_path / "a"), RaftLog(tmp_path / "b")
+    batches = [entries(1, 3), [*entries(4, 6, term=2), Entry(7, 2, EntryType.NOOP, b"")]]
+    for batch in batches:
+        a.append(batch)
+        b.append(batch, encode_records(batch)[0])
+    (seg_a,), (seg_b,) = segment_files(a.root), segment_files(b.root)
+    assert seg_a.read_bytes() == seg_b.read_bytes()
+    b.append(entries(5, 6, term=3), encode_records(entries(5, 6, term=3))[0])  # truncates first
+    b = reopen(b)
+    assert b.entries(1) == [*entries(1, 3), entries(4, 4, term=2)[0], *entries(5, 6, term=3)]
+    with pytest.raises(ValueError, match="do not encode"):
+        b.append(entries(7, 8), encode_records(entries(7, 7))[0])
+    assert b.last_index == 6
+    a.close()
+    b.close()
 
 
 def test_append_rejects_gap_and_non_contiguous(tmp_path: Path) -> None:

@@ -5,8 +5,13 @@ one-way request (Raft answers are messages of their own). Scalar fields go in
 ``extFields`` as strings; log entries and snapshots go in the body as packed
 binary, so a batch of 1 KiB entries costs one copy, not a JSON/base64 pass:
 
-    entries:  repeated  index(8) term(8) type(1) length(4) data
+    entries:  repeated log records, exactly as on disk (``diskformat``):
+              length(4) crc32(4) index(8) term(8) type(1) data
     snapshot: meta_length(4) meta(JSON) data
+
+Every record's CRC is checked on receipt; ``EntriesBodyCache`` keeps the
+checked (or freshly encoded) record bytes so the leader's disk write and its
+pushes to every follower, and a follower's disk write, reuse them.
 
 Field lists come from the message dataclasses themselves, so a field added to
 a message in ``types.py`` is carried without touching this module (the
@@ -19,13 +24,22 @@ import dataclasses
 import struct
 import types
 import typing
+import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
 from mqcluster.raft.codes import RaftRequestCode
-from mqcluster.raft.diskformat import decode_snapshot_meta, encode_snapshot_meta
+from mqcluster.raft.diskformat import (
+    RECORD,
+    RECORD_FIXED,
+    RECORD_HEAD,
+    decode_snapshot_meta,
+    encode_records,
+    encode_snapshot_meta,
+)
 from mqcluster.raft.types import (
     AppendRequest,
     AppendResponse,
@@ -43,7 +57,7 @@ from mqcluster.raft.types import (
 )
 from mqcluster.wire.frame import FLAG_ONEWAY, FrameError, RemotingCommand
 
-_ENTRY = struct.Struct(">QQBI")
+_MAX_RECORD = 256 * 1024 * 1024
 _U32 = struct.Struct(">I")
 _ENTRY_TYPES = {int(t): t for t in EntryType}
 
@@ -123,33 +137,41 @@ RAFT_MESSAGE_CODES: frozenset[int] = frozenset(_BY_CODE)
 
 
 def encode_entries(entries: Sequence[Entry]) -> bytes:
-    pack = _ENTRY.pack
-    parts: list[bytes] = []
-    for e in entries:
-        parts.append(pack(e.index, e.term, e.type, len(e.data)))
-        parts.append(e.data)
-    return b"".join(parts)
+    return encode_records(entries)[0]
+
+
+def decode_records(body: bytes) -> tuple[list[Entry], list[int]]:
+    """Entries of a body of log records, each CRC-checked, and the record offsets (+ end)."""
+    out: list[Entry] = []
+    offsets: list[int] = []
+    unpack = RECORD.unpack_from
+    crc32 = zlib.crc32
+    types_ = _ENTRY_TYPES
+    view = memoryview(body)
+    pos, end = 0, len(body)
+    while pos < end:
+        if end - pos < RECORD_HEAD:
+            raise FrameError(f"truncated entry header at body offset {pos}")
+        length, crc, index, term, typ = unpack(body, pos)
+        if length < RECORD_FIXED or length > _MAX_RECORD:
+            raise FrameError(f"entry record length {length} out of range at body offset {pos}")
+        stop = pos + 8 + length
+        if stop > end:
+            raise FrameError(f"entry {index} runs past the end of the body")
+        if crc32(view[pos + 8 : stop]) != crc:
+            raise FrameError(f"entry {index}: CRC mismatch at body offset {pos}")
+        kind = types_.get(typ)
+        if kind is None:
+            raise FrameError(f"unknown entry type {typ}")
+        out.append(Entry(index, term, kind, body[pos + RECORD_HEAD : stop]))
+        offsets.append(pos)
+        pos = stop
+    offsets.append(pos)
+    return out, offsets
 
 
 def decode_entries(body: bytes) -> list[Entry]:
-    out: list[Entry] = []
-    unpack = _ENTRY.unpack_from
-    head = _ENTRY.size
-    pos, end = 0, len(body)
-    types_ = _ENTRY_TYPES
-    try:
-        while pos < end:
-            index, term, typ, length = unpack(body, pos)
-            start = pos + head
-            pos = start + length
-            if pos > end:
-                raise FrameError(f"entry {index} runs past the end of the body")
-            out.append(Entry(index, term, types_[typ], body[start:pos]))
-    except struct.error as exc:
-        raise FrameError(f"truncated entry header at body offset {pos}") from exc
-    except KeyError as exc:
-        raise FrameError(f"unknown entry type {exc.args[0]}") from exc
-    return out
+    return decode_records(body)[0]
 
 
 def encode_snapshot_body(snap: Snapshot) -> bytes:
@@ -173,28 +195,87 @@ def decode_snapshot_body(body: bytes) -> Snapshot:
 # --- messages ----------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Run:
+    entries: list[Entry]
+    body: bytes
+    offsets: list[int]  # of each record in ``body``, plus the end
+
+
 class EntriesBodyCache:
-    """Encodes each batch of entries once although it goes to several followers.
+    """The log records of recent entries, found by the Entry objects themselves.
 
-    Keyed by (first index, last index, last term): by the log matching property
-    an entry's (index, term) fixes every entry before it, so equal keys mean
-    equal batches. Use one cache per Raft group."""
+    A batch's records are encoded once (or, on a follower, CRC-checked once as
+    received) and reused: for the pushes of the same batch to every follower and
+    for this member's own disk write. Lookup is by object identity (the cache
+    holds the entries it maps), so a hit is always the bytes of that very entry.
+    Use one cache per Raft group, from one thread."""
 
-    def __init__(self, capacity: int = 64) -> None:
-        self.capacity = capacity
-        self._bodies: dict[tuple[int, int, int], bytes] = {}
+    def __init__(self, capacity_bytes: int = 32 * 1024 * 1024) -> None:
+        self.capacity_bytes = capacity_bytes
+        self._runs: deque[_Run] = deque()
+        self._by_index: dict[int, tuple[_Run, int]] = {}
+        self._bytes = 0
+
+    def add(self, entries: list[Entry], body: bytes, offsets: list[int]) -> None:
+        """Remember ``body`` as the records of ``entries`` (``offsets`` as decode_records)."""
+        if not entries:
+            return
+        run = _Run(entries, body, offsets)
+        by_index = self._by_index
+        for j, e in enumerate(entries):
+            by_index[e.index] = (run, j)
+        self._runs.append(run)
+        self._bytes += len(body)
+        while self._bytes > self.capacity_bytes and len(self._runs) > 1:
+            old = self._runs.popleft()
+            self._bytes -= len(old.body)
+            for e in old.entries:
+                hit = by_index.get(e.index)
+                if hit is not None and hit[0] is old:
+                    del by_index[e.index]
+
+    def _cached(self, entry: Entry) -> tuple[_Run, int] | None:
+        hit = self._by_index.get(entry.index)
+        if hit is None or hit[0].entries[hit[1]] is not entry:
+            return None
+        return hit
 
     def body(self, entries: Sequence[Entry]) -> bytes:
-        if not entries:
+        """The records of ``entries``, from cached buffers where possible."""
+        n = len(entries)
+        if not n:
             return b""
-        last = entries[-1]
-        key = (entries[0].index, last.index, last.term)
-        body = self._bodies.get(key)
-        if body is None:
-            if len(self._bodies) >= self.capacity:
-                self._bodies.clear()
-            body = self._bodies[key] = encode_entries(entries)
-        return body
+        parts: list[bytes | memoryview] = []
+        i = 0
+        while i < n:
+            hit = self._cached(entries[i])
+            if hit is None:
+                j = i + 1
+                while j < n and self._cached(entries[j]) is None:
+                    j += 1
+                batch = list(entries[i:j])
+                body, offsets = encode_records(batch)
+                self.add(batch, body, offsets)
+                parts.append(body)
+                i = j
+                continue
+            run, k = hit
+            cached = run.entries
+            first_k = k
+            i += 1
+            k += 1
+            limit = len(cached)
+            while i < n and k < limit and cached[k] is entries[i]:
+                i += 1
+                k += 1
+            if first_k == 0 and k == limit:
+                parts.append(run.body)
+            else:
+                parts.append(memoryview(run.body)[run.offsets[first_k] : run.offsets[k]])
+        if len(parts) == 1 and isinstance(parts[0], bytes):
+            return parts[0]
+        return b"".join(parts)
 
 
 def encode_message(msg: Message, cache: EntriesBodyCache | None = None) -> RemotingCommand:
@@ -213,8 +294,10 @@ def encode_message(msg: Message, cache: EntriesBodyCache | None = None) -> Remot
     return RemotingCommand(code=spec.code, flag=FLAG_ONEWAY, ext_fields=ext, body=body)
 
 
-def decode_message(cmd: RemotingCommand) -> Message:
-    """The message a frame carries; FrameError if it is not a valid Raft message."""
+def decode_message(cmd: RemotingCommand, cache: EntriesBodyCache | None = None) -> Message:
+    """The message a frame carries; FrameError if it is not a valid Raft message.
+
+    With ``cache``, the checked records of an AppendRequest are kept there."""
     spec = _BY_CODE.get(cmd.code)
     if spec is None:
         raise FrameError(f"request code {cmd.code} is not a raft message")
@@ -232,7 +315,10 @@ def decode_message(cmd: RemotingCommand) -> Message:
     except ValueError as exc:
         raise FrameError(f"{spec.cls.__name__}: bad field value: {exc}") from exc
     if spec.body_field == "entries":
-        kwargs["entries"] = decode_entries(cmd.body)
+        entries, offsets = decode_records(cmd.body)
+        if cache is not None:
+            cache.add(entries, cmd.body, offsets)
+        kwargs["entries"] = entries
     elif spec.body_field is not None:
         kwargs[spec.body_field] = decode_snapshot_body(cmd.body)
     msg: Message = spec.cls(**kwargs)

@@ -288,9 +288,12 @@ class RaftNode:
 
     def propose_batch(self, items: list[bytes]) -> list[int]:
         self._require_writable_leader()
-        indexes = [self._append_new(EntryType.NORMAL, data) for data in items]
+        first = self._log.last_index + 1
+        term, normal = self._term, EntryType.NORMAL
+        # NORMAL entries never change the membership: append them as one run.
+        self._log.extend([Entry(first + i, term, normal, data) for i, data in enumerate(items)])
         self._broadcast_append()
-        return indexes
+        return list(range(first, first + len(items)))
 
     def add_learner(self, node: str) -> int:
         return self._change_membership(with_learner(self._config_base(), node))
@@ -337,6 +340,23 @@ class RaftNode:
         self._base_membership = copy_membership(meta.membership)
         self._config_indexes = [i for i in self._config_indexes if i > index]
         self._compacted_to = index
+
+    def take_leader_pushes(self) -> list[Message]:
+        """Leader only: the AppendRequests and heartbeats queued since the last Ready.
+
+        The caller may send these while that Ready is still being persisted, if it
+        carries no hard state: they hold only the current term, durable since the
+        election, and entries a leader may replicate before its own fsync (Raft
+        thesis 10.2.1; the leader counts itself only after ``advance``). Every
+        other message stays queued for the next Ready."""
+        if self._role != Role.LEADER or self._hs_dirty or not self._messages:
+            return []
+        pushes: list[Message] = []
+        rest: list[Message] = []
+        for m in self._messages:
+            (pushes if isinstance(m, (AppendRequest, HeartbeatRequest)) else rest).append(m)
+        self._messages = rest
+        return pushes
 
     def has_ready(self) -> bool:
         if self._outstanding:
@@ -762,6 +782,14 @@ class RaftNode:
                 )
             )
             return
+        if (
+            entries
+            and entries[0].index == log.last_index + 1
+            and all(e.type != EntryType.CONFIG for e in entries)
+        ):
+            # All new (none overlaps the log) and none changes the membership.
+            log.extend(entries)
+            entries = []
         for entry in entries:
             existing = log.term_at(entry.index)
             if existing == entry.term:

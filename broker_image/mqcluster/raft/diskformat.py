@@ -1,4 +1,12 @@
-"""Byte layouts of the small durable files: hard state and snapshot.
+"""Byte layouts of the durable files: log records, hard state and snapshot.
+
+Log record (big-endian), the same bytes in a segment file and in the body of
+an AppendRequest, so a batch is encoded once and a follower writes what it
+received (after checking each record's CRC)::
+
+    length(4) crc32(4) index(8) term(8) type(1) data
+
+``length`` counts index..data; the CRC covers the same bytes.
 
 Both start with a 4-byte magic and a CRC32 of everything after the CRC, so a
 damaged file is reported instead of being trusted. They are replaced
@@ -13,13 +21,36 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
-from mqcluster.raft.types import HardState, Membership, Snapshot, SnapshotMeta
+from mqcluster.raft.types import Entry, HardState, Membership, Snapshot, SnapshotMeta
 
 _HS_MAGIC = b"MQHS"
 _SNAP_MAGIC = b"MQSN"
 _U32 = struct.Struct(">I")
+RECORD = struct.Struct(">IIQQB")  # length, crc32, index, term, type
+RECORD_HEAD = RECORD.size  # 25
+RECORD_FIXED = RECORD_HEAD - 8  # index+term+type, counted in ``length``
+_IDX_TERM_TYPE = struct.Struct(">QQB")
+_LEN_CRC = struct.Struct(">II")
+
+
+def encode_records(entries: Sequence[Entry]) -> tuple[bytes, list[int]]:
+    """The records of ``entries`` back to back, and the offset of each (plus the end)."""
+    parts: list[bytes] = []
+    offsets: list[int] = []
+    pos = 0
+    pack_head, pack_len_crc, crc32 = _IDX_TERM_TYPE.pack, _LEN_CRC.pack, zlib.crc32
+    for e in entries:
+        head = pack_head(e.index, e.term, e.type)
+        data = e.data
+        length = RECORD_FIXED + len(data)
+        parts += (pack_len_crc(length, crc32(data, crc32(head))), head, data)
+        offsets.append(pos)
+        pos += 8 + length
+    offsets.append(pos)
+    return b"".join(parts), offsets
 
 
 class CorruptFileError(Exception):

@@ -78,6 +78,16 @@ class RaftLog:
             raise ValueError(f"append {entry.index} after {self.last_index}")
         self._entries.append(entry)
 
+    def extend(self, entries: list[Entry]) -> None:
+        """Append consecutive entries (``entries[i].index == entries[0].index + i``)."""
+        if not entries:
+            return
+        first = self.last_index + 1
+        for i, entry in enumerate(entries):
+            if entry.index != first + i:
+                raise ValueError(f"extend: entry {entry.index} where {first + i} belongs")
+        self._entries.extend(entries)
+
     def truncate_from(self, index: int) -> None:
         """Drop entries with index >= ``index`` (never at or below the snapshot)."""
         if index <= self.snapshot_index:

@@ -275,11 +275,14 @@ class RaftLog:
         write_atomic(self.root / "hardstate", fmt.encode_hard_state(hs))
         self._hard_state = hs
 
-    def append(self, entries: Sequence[Entry]) -> None:
+    def append(self, entries: Sequence[Entry], records: bytes | None = None) -> None:
         """Append contiguous entries and fsync once.
 
         An entry whose index is not ``last_index + 1`` first truncates the
         log from that index (a conflicting suffix from an older leader).
+        ``records``, if given, must be exactly the encoded records of ``entries``
+        (``diskformat.encode_records``, or a received body whose CRCs were
+        checked when the entries were decoded from it); it is written as is.
         """
         if not entries:
             return
@@ -297,21 +300,37 @@ class RaftLog:
         n_before = len(offsets)
         try:
             expected = first
-            pack_head, pack_len_crc, crc32 = _IDX_TERM_TYPE.pack, _LEN_CRC.pack, zlib.crc32
-            for e in entries:
-                if e.index != expected:
-                    raise ValueError(f"entries not contiguous: {e.index} after {expected - 1}")
-                expected += 1
-                # Same bytes as encode_record, without concatenating each record.
-                head = pack_head(e.index, e.term, e.type)
-                data = e.data
-                length = _BODY_FIXED + len(data)
-                parts += (pack_len_crc(length, crc32(data, crc32(head))), head, data)
-                offsets.append(pos)
-                terms.append(e.term)
-                pos += 8 + length
+            if records is None:
+                pack_head, pack_len_crc, crc32 = _IDX_TERM_TYPE.pack, _LEN_CRC.pack, zlib.crc32
+                for e in entries:
+                    if e.index != expected:
+                        raise ValueError(f"entries not contiguous: {e.index} after {expected - 1}")
+                    expected += 1
+                    # Same bytes as encode_record, without concatenating each record.
+                    head = pack_head(e.index, e.term, e.type)
+                    data = e.data
+                    length = _BODY_FIXED + len(data)
+                    parts += (pack_len_crc(length, crc32(data, crc32(head))), head, data)
+                    offsets.append(pos)
+                    terms.append(e.term)
+                    pos += 8 + length
+                records = b"".join(parts)
+            else:
+                start = pos
+                for e in entries:
+                    if e.index != expected:
+                        raise ValueError(f"entries not contiguous: {e.index} after {expected - 1}")
+                    expected += 1
+                    offsets.append(pos)
+                    terms.append(e.term)
+                    pos += _REC_HEAD + len(e.data)
+                if pos - start != len(records):
+                    raise ValueError(
+                        f"records of {len(records)} bytes do not encode these "
+                        f"{len(entries)} entries ({pos - start} bytes)"
+                    )
             assert self._fd is not None
-            _write_all(self._fd, b"".join(parts))
+            _write_all(self._fd, records)
             os.fsync(self._fd)
         except BaseException:
             # Forget what is not durable; a partial write is cut off as a torn tail on reopen.

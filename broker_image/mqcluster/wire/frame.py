@@ -153,8 +153,9 @@ class FrameDecoder:
                 raise FrameError(f"unsupported serialize type {serialize_type}")
             if hlen > total - 4:
                 raise FrameError(f"header length {hlen} exceeds frame length {total}")
-            header = _decode_header(bytes(self._buf[8 : 8 + hlen]))
-            body = bytes(self._buf[8 + hlen : 4 + total])
+            with memoryview(self._buf) as view:  # one copy of the body, not two
+                header = _decode_header(bytes(view[8 : 8 + hlen]))
+                body = bytes(view[8 + hlen : 4 + total])
             del self._buf[: 4 + total]
             out.append(
                 RemotingCommand(
