@@ -4,6 +4,7 @@ import json
 import os
 from pathlib import Path
 
+from mqcluster.common.files import atomic_write
 from mqcluster.store import (
     ConsumerOffsetManager,
     SubscriptionGroupConfig,
@@ -11,7 +12,6 @@ from mqcluster.store import (
     TopicConfig,
     TopicConfigManager,
 )
-from mqcluster.store.atomic import atomic_write
 
 from .conftest import StoreFactory, rec
 

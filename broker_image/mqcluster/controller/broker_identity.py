@@ -17,11 +17,11 @@ be elected (the first broker of a new group becomes its master).
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from mqcluster.common.files import atomic_write
 from mqcluster.controller.client import ControllerClient, ControllerError, ReplicaInfo
 from mqcluster.controller.protocol import FIRST_BROKER_CONTROLLER_ID
 from mqcluster.controller.protocol import ControllerResponseCode as Code
@@ -87,22 +87,7 @@ def read_identity(path: str | Path) -> BrokerIdentityRecord | None:
 
 def write_identity(path: str | Path, record: BrokerIdentityRecord) -> None:
     """Write-to-temp, fsync, rename, fsync the directory: the file is old or new, never torn."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    data = (record.encode() + "\n").encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, p)
-    dir_fd = os.open(p.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(path, (record.encode() + "\n").encode("utf-8"))
 
 
 @dataclass

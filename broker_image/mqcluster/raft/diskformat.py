@@ -10,7 +10,7 @@ received (after checking each record's CRC)::
 
 Both start with a 4-byte magic and a CRC32 of everything after the CRC, so a
 damaged file is reported instead of being trusted. They are replaced
-atomically (see ``storage.write_atomic``), so there is no torn-write case.
+atomically (see ``mqcluster.common.files.atomic_write``), so there is no torn-write case.
 
     hardstate: b"MQHS" crc(4) json{"term", "votedFor"}
     snapshot:  b"MQSN" crc(4) meta_len(4) json{"index", "term", "voters", "learners"} data

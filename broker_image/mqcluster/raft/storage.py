@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.raft import diskformat as fmt
 from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot
 
@@ -61,29 +62,6 @@ def encode_record(entry: Entry) -> bytes:
     data = entry.data
     body = _IDX_TERM_TYPE.pack(entry.index, entry.term, int(entry.type)) + data
     return _LEN_CRC.pack(len(body), zlib.crc32(body)) + body
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so a crash leaves the old or the new file, never a mix."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 @dataclass
@@ -272,7 +250,7 @@ class RaftLog:
 
     def save_hard_state(self, hs: HardState) -> None:
         """Durably replace term/vote; must complete before any vote is answered."""
-        write_atomic(self.root / "hardstate", fmt.encode_hard_state(hs))
+        atomic_write(self.root / "hardstate", fmt.encode_hard_state(hs))
         self._hard_state = hs
 
     def append(self, entries: Sequence[Entry], records: bytes | None = None) -> None:
@@ -390,7 +368,7 @@ class RaftLog:
         term at its index, the log is discarded: a follower installing a
         leader's snapshot keeps nothing older.
         """
-        write_atomic(self.root / "snapshot", fmt.encode_snapshot(snap))
+        atomic_write(self.root / "snapshot", fmt.encode_snapshot(snap))
         self._snapshot = snap
         idx, term = snap.meta.index, snap.meta.term
         first = self._segments[0].first_index if self._segments else idx + 1

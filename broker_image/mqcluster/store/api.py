@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.store import codec
-from mqcluster.store.atomic import atomic_write, fsync_dir
 from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
 from mqcluster.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from mqcluster.store.commitlog import CommitLog, RecoveryReport

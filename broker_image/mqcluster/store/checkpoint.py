@@ -7,7 +7,7 @@ import struct
 import zlib
 from dataclasses import astuple, dataclass
 
-from mqcluster.store.atomic import atomic_write, read_file
+from mqcluster.common.files import atomic_write, read_file
 
 log = logging.getLogger(__name__)
 

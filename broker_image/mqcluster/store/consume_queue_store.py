@@ -11,7 +11,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 
-from mqcluster.store.atomic import atomic_write, read_file
+from mqcluster.common.files import atomic_write, read_file
 from mqcluster.store.consume_queue import ConsumeQueue
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from mqcluster.store.atomic import atomic_write, read_file
+from mqcluster.common.files import atomic_write, read_file
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
-from mqcluster.store.atomic import atomic_write, read_file
+from mqcluster.common.files import atomic_write, read_file
 
 log = logging.getLogger(__name__)
 

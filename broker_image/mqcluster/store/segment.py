@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from mqcluster.store.atomic import fsync_dir
+from mqcluster.common.files import fsync_dir
 
 log = logging.getLogger(__name__)
 

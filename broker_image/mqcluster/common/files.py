@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 
+StrPath = str | os.PathLike[str]
 
-def fsync_dir(path: str) -> None:
+
+def fsync_dir(path: StrPath) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -13,8 +15,9 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: StrPath, data: bytes) -> None:
     """Replace ``path`` with ``data``; after a crash the file holds the old or the new bytes."""
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.tmp"
@@ -30,7 +33,7 @@ def atomic_write(path: str, data: bytes) -> None:
     fsync_dir(directory)
 
 
-def read_file(path: str) -> bytes | None:
+def read_file(path: StrPath) -> bytes | None:
     """The file's bytes, or ``None`` when it does not exist."""
     try:
         with open(path, "rb") as f:
