@@ -52,3 +52,22 @@ def get_condition(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mappin
         if cond.get("type") == type_:
             return cond
     return None
+
+
+def keep_theirs(
+    ours: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any]], theirs: Iterable[str]
+) -> list[Cond]:
+    """``ours`` with the condition types another writer owns taken from ``live``.
+
+    A status merge patch replaces the whole list: the reconciler and the
+    election followers both write ``conditions``, each from its own snapshot.
+    """
+    owned = set(theirs)
+    current = {str(c.get("type")): dict(c) for c in live if c.get("type") in owned}
+    out: list[Cond] = []
+    for cond in ours:
+        type_ = str(cond.get("type"))
+        live_cond = current.pop(type_, None) if type_ in owned else None
+        out.append(live_cond if live_cond is not None else dict(cond))
+    out.extend(current.values())
+    return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -23,11 +25,13 @@ from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
 from .manifests.meta import selector_labels
 from .models import BrokerGroupSpec, ControllerSpec
+from .polling import ElectionHub, Subscription
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
 from .upgrade import REVISION_LABEL, plan_upgrade
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
+TARGET_TTL = 30.0
 Clock = Callable[[], str]
 
 
@@ -58,16 +62,62 @@ def merged(status: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any
 
 
 class BrokerGroupFollower:
+    """The steps of one BrokerGroup's daemon; elections come from the shared ElectionHub.
+
+    ``step`` runs every ``follow_interval`` and whenever the poll of the group's
+    controllers reports a change (``wait``). A change-triggered step first
+    relabels the pods (``relabel``: one list, the patches), then does the rest.
+    The probe target (which reads the Controller) is looked up again when the
+    group's spec changes and at least every ``TARGET_TTL`` seconds.
+    """
+
     def __init__(
-        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any
+        self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any
     ) -> None:
         self.api = api
-        self.probes = ProbeCache(factory)
+        self.hub = hub
         self.clock = clock
         self.log = logger
+        self.sub: Subscription | None = None
+        self._key: tuple[ProbeTarget, str] | None = None
+        self._selector: dict[str, str] | None = None
+        self._target_at = float("-inf")
+        self._generation: int | None = None
 
     async def close(self) -> None:
-        await self.probes.close()
+        if self.sub is not None:
+            sub, self.sub, self._key = self.sub, None, None
+            await sub.close()
+
+    async def subscribe(self, target: ProbeTarget, broker_name: str) -> Subscription:
+        if self.sub is None or self._key != (target, broker_name):
+            await self.close()
+            self.sub = self.hub.subscribe(target, broker_name)
+            self._key = (target, broker_name)
+        return self.sub
+
+    async def wait(self, stopped: Any, timeout: float) -> bool:
+        """Until the group's election changes (True), ``timeout`` passes or the daemon stops."""
+        sub = self.sub
+        if sub is None or not sub.changed.is_set():
+            async def stop() -> None:
+                await stopped.wait(timeout)
+
+            waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop())]
+            if sub is not None:
+                waiters.append(asyncio.ensure_future(sub.changed.wait()))
+            try:
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+                for waiter in waiters:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiter
+        if sub is None or not sub.changed.is_set():
+            return False
+        sub.changed.clear()
+        return True
 
     async def target(self, body: Mapping[str, Any], spec: BrokerGroupSpec) -> ProbeTarget | None:
         meta = body["metadata"]
@@ -88,45 +138,77 @@ class BrokerGroupFollower:
         )
         return ProbeTarget(health=health)
 
-    async def step(self, live: Mapping[str, Any]) -> None:
+    async def relabel(self, live: Mapping[str, Any]) -> None:
+        """Point the Service at the newly elected master before anything else is read or written.
+
+        Labels depend only on the election and the pods; status, events and the
+        rest follow in the step.
+        """
+        sub, selector = self.sub, self._selector
+        election = sub.latest if sub is not None else None
+        if not isinstance(election, Election) or selector is None or paused(live):
+            return
+        ns = live["metadata"]["namespace"]
+        pods = [PodInfo.of(p) for p in await self.api.list(Ref("v1", "Pod", ns), selector)]
+        plan = plan_follow({}, election, pods, self.clock())
+        for pod, role in plan.relabels:
+            await self.api.patch(Ref("v1", "Pod", ns, pod),
+                                 {"metadata": {"labels": {names.LABEL_ROLE: role}}})
+
+    async def step(self, live: Mapping[str, Any], changed: bool = False) -> None:
         """One round; reads the resource afresh (kopf's live body lags behind long handlers)."""
+        if changed:
+            await self.relabel(live)
         body = await self.api.get(Ref.of(live))
         if body is None or paused(body):
+            await self.close()
             return
         spec, _ = parse(BrokerGroupSpec, body.get("spec"))
         if spec is None:
+            await self.close()
             return
         meta = body["metadata"]
         ns, name = meta["namespace"], meta["name"]
         ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
         status = dict(body.get("status") or {})
-        target = await self.target(body, spec)
+        broker_name = spec.broker_name(name)
+        generation = meta.get("generation")
+        recent = time.monotonic() - self._target_at < TARGET_TTL
+        if self._key is not None and self._key[1] == broker_name and (
+                changed or (recent and generation == self._generation)):
+            target: ProbeTarget | None = self._key[0]
+        else:
+            target = await self.target(body, spec)
+            self._target_at, self._generation = time.monotonic(), generation
         if target is None:
+            await self.close()
             return
-        probe = await self.probes.get(target)
-        owner = Owner.from_body(body)
-        raw_pods = await self.api.list(Ref("v1", "Pod", ns), selector_labels(owner, "broker"))
+        sub = await self.subscribe(target, broker_name)
+        latest = sub.latest
+        if latest is None:
+            return
+        now = self.clock()
+        if isinstance(latest, ProbeError):
+            metrics.PROBE_FAILURES.labels(ns, name).inc()
+            conds = conditions.set_condition(
+                status.get("conditions", []), "MasterElected", None, "ProbeFailed", str(latest),
+                now,
+            )
+            if differs(conds, status.get("conditions")):
+                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+            return
+        self._selector = selector_labels(Owner.from_body(body), "broker")
+        raw_pods = await self.api.list(Ref("v1", "Pod", ns), self._selector)
         revisions = {
             p["metadata"]["name"]: (p["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
             for p in raw_pods
         }
         pods = [PodInfo.of(p) for p in raw_pods]
-        now = self.clock()
-        try:
-            election = await probe.election(spec.clusterName, spec.broker_name(name))
-        except ProbeError as exc:
-            metrics.PROBE_FAILURES.labels(ns, name).inc()
-            conds = conditions.set_condition(
-                status.get("conditions", []), "MasterElected", None, "ProbeFailed", str(exc), now
-            )
-            if differs(conds, status.get("conditions")):
-                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
-            return
-        status = await self.follow(body, ref, status, election, pods, now)
-        await self.switchover(body, ref, spec, status, probe)
+        status = await self.follow(body, ref, status, latest, pods, now)
+        await self.switchover(body, ref, spec, status, sub.probe)
         if await self.restart(body, ref, spec, status, pods):
             return
-        await self.upgrade(body, ref, spec, status, pods, revisions, probe)
+        await self.upgrade(body, ref, spec, status, pods, revisions, sub.probe)
 
     async def follow(
         self, body: Mapping[str, Any], ref: Ref, status: dict[str, Any], election: Election,

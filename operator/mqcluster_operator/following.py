@@ -58,6 +58,10 @@ class ControllerProbe(Protocol):
 
     async def election(self, cluster: str, broker_name: str) -> Election: ...
 
+    async def elections(self, broker_names: Sequence[str]) -> dict[str, Election]:
+        """Every named group in one request; groups the cluster does not know have no master."""
+        ...
+
     async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None: ...
 
     async def close(self) -> None: ...
@@ -215,24 +219,31 @@ class RemotingControllerProbe:
         return ControllerMeta(active, term, tuple(members))
 
     async def election(self, cluster: str, broker_name: str) -> Election:
+        return (await self.elections([broker_name]))[broker_name]
+
+    async def elections(self, broker_names: Sequence[str]) -> dict[str, Election]:
         try:
-            active = await self._client.find_active()
-            table = await self._client.get_sync_state_data([broker_name])
+            table = await self._client.get_sync_state_data(list(broker_names))
         except Exception as exc:
             raise ProbeError(f"controller: {exc}") from exc
-        info = table.replicas_info_table.get(broker_name)
-        if info is None:
-            return Election(None, active_controller=active)
-        groups = ((info.in_sync_replicas, True), (info.not_in_sync_replicas, False))
-        replicas = tuple(
-            ReplicaState(r.broker_id, r.broker_address, r.alive, in_sync)
-            for group, in_sync in groups
-            for r in group
-        )
-        return Election(
-            info.master_address or None, info.master_epoch, info.sync_state_set_epoch,
-            replicas, active,
-        )
+        active = self._client.active
+        out: dict[str, Election] = {}
+        for name in broker_names:
+            info = table.replicas_info_table.get(name)
+            if info is None:
+                out[name] = Election(None, active_controller=active)
+                continue
+            groups = ((info.in_sync_replicas, True), (info.not_in_sync_replicas, False))
+            replicas = tuple(
+                ReplicaState(r.broker_id, r.broker_address, r.alive, in_sync)
+                for group, in_sync in groups
+                for r in group
+            )
+            out[name] = Election(
+                info.master_address or None, info.master_epoch, info.sync_state_set_epoch,
+                replicas, active,
+            )
+        return out
 
     async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
         await self._client.elect_master(cluster, broker_name, broker_id, designate=True)
@@ -278,6 +289,9 @@ class HealthProbe:
             replicas.append(ReplicaState(broker_id if isinstance(broker_id, int) else None,
                                          address, alive, alive))
         return Election(master, None, None, tuple(replicas))
+
+    async def elections(self, broker_names: Sequence[str]) -> dict[str, Election]:
+        return {name: await self.election("", name) for name in broker_names}
 
     async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
         raise ProbeError("switchover needs controller mode")

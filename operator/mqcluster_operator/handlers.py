@@ -4,25 +4,34 @@
 registry; tests call ``register(registry)`` with their own registry and memo.
 Memo keys (all optional, filled with defaults at login/startup): ``api``
 (k8s.Api), ``probe_factory``, ``clock`` (returns RFC 3339 now),
-``follow_interval`` and ``reconcile_interval`` (seconds).
+``follow_interval`` and ``reconcile_interval`` (seconds), ``poll_interval`` (seconds
+between two polls of a controller cluster, shared by all its BrokerGroups) and
+``hub`` (the ElectionHub doing those polls), ``reconciling`` (a semaphore: at most
+``MQCLUSTER_RECONCILE_CONCURRENCY`` reconciliations at once, so that the resync
+timers of many resources, which fire together, do not flood the API server and
+delay the election followers' relabels).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import os
 from typing import Any
 
 import kopf
 
-from . import metrics, names, reconcile
+from . import conditions, metrics, names, reconcile
 from .events import build_event
 from .follower import BrokerGroupFollower, ControllerFollower
 from .following import default_probe
 from .k8s import Api, Ref, differs
+from .polling import ElectionHub
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
+# Written by the followers (follower.py), not by the reconciliation.
+FOLLOWED_CONDITIONS = ("MasterElected", "Upgrading", "LeaderElected")
 
 
 def utc_now() -> str:
@@ -42,6 +51,15 @@ def ensure_memo(memo: Any) -> None:
     memo.setdefault("clock", utc_now)
     memo.setdefault("follow_interval", env_float("MQCLUSTER_FOLLOW_INTERVAL_SECONDS", 2.0))
     memo.setdefault("reconcile_interval", env_float("MQCLUSTER_RECONCILE_INTERVAL_SECONDS", 30.0))
+    memo.setdefault("poll_interval", env_float("MQCLUSTER_POLL_INTERVAL_SECONDS", 0.2))
+    if memo.get("reconciling") is None:
+        limit = int(env_float("MQCLUSTER_RECONCILE_CONCURRENCY", 4))
+        memo.reconciling = asyncio.Semaphore(max(1, limit))
+    if memo.get("hub") is None:
+        memo.hub = ElectionHub(
+            memo.probe_factory, memo.poll_interval, health_interval=memo.follow_interval,
+            max_backoff=env_float("MQCLUSTER_POLL_MAX_BACKOFF_SECONDS", 5.0),
+        )
 
 
 async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
@@ -50,6 +68,9 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
 
 
 async def cleanup(memo: Any, **_: Any) -> None:
+    hub = memo.get("hub")
+    if hub is not None:
+        await hub.close()
     api = memo.get("api")
     if api is not None:
         await api.close()
@@ -80,7 +101,13 @@ async def apply_outcome(
                                 outcome.statefulset))
         view = {**dict(body), "status": {**dict(body.status), **status}}
         status.update(reconcile.readiness(view, sts, memo.clock(), needs_master))
-    current = body.status
+    current: Any = body.status
+    if "conditions" in status:
+        fresh = await api.get(Ref(body["apiVersion"], body["kind"], body.metadata.namespace or "",
+                                  body.metadata.name or ""))
+        current = (fresh or {}).get("status") or {}
+        status["conditions"] = conditions.keep_theirs(
+            status["conditions"], current.get("conditions") or [], FOLLOWED_CONDITIONS)
     for key, value in status.items():
         if differs(value, current.get(key)):
             patch.status[key] = value
@@ -89,30 +116,33 @@ async def apply_outcome(
 
 
 async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
-    outcome = reconcile.plan_controller(body, memo.clock())
-    await apply_outcome(memo, body, outcome, patch, needs_master=False)
+    async with memo.reconciling:
+        outcome = reconcile.plan_controller(body, memo.clock())
+        await apply_outcome(memo, body, outcome, patch, needs_master=False)
 
 
 async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
-    ref = reconcile.controller_ref(body)
-    controller = None
-    if ref is not None:
-        controller = await memo.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
-    outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
-    await apply_outcome(memo, body, outcome, patch, needs_master=True)
+    async with memo.reconciling:
+        ref = reconcile.controller_ref(body)
+        controller = None
+        if ref is not None:
+            controller = await memo.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
+        outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
+        await apply_outcome(memo, body, outcome, patch, needs_master=True)
 
 
 async def follow_brokergroup(
     body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
 ) -> None:
-    follower = BrokerGroupFollower(memo.api, memo.probe_factory, memo.clock, logger)
+    follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger)
+    changed = False
     try:
         while not stopped:
             try:
-                await follower.step(body)
+                await follower.step(body, changed)
             except Exception as exc:
                 logger.warning("election following failed: %s", exc)
-            await stopped.wait(memo.follow_interval)
+            changed = await follower.wait(stopped, memo.follow_interval)
     finally:
         await follower.close()
 

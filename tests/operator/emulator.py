@@ -15,9 +15,10 @@ import itertools
 import uuid
 from typing import Any
 
+import aiohttp.web
 import attrs
 import kmock
-from kmock._internal import enums, rendering
+from kmock._internal import apps, dsl, enums, rendering
 from kmock._internal.dicts import merge_patch_dict
 
 RESOURCES: dict[str, dict[str, Any]] = {
@@ -38,6 +39,7 @@ RESOURCES: dict[str, dict[str, Any]] = {
         "kind": "BrokerGroup", "subresources": {"status"}, "shortnames": {"bg"},
     },
 }
+KNOWN = frozenset(kmock.resource(key) for key in RESOURCES)
 VERBS = {"get", "list", "watch", "create", "patch", "update", "delete"}
 
 
@@ -59,9 +61,47 @@ def matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
+def accepts(view: dsl.View, request: rendering.Request) -> bool:
+    """Whether ``request`` (the one being served) is seen by ``view``, without kmock's scan.
+
+    kmock answers ``request in view`` by filtering the whole request history; for the
+    chains of filters and priorities our reactions use, checking the criteria suffices.
+    """
+    if isinstance(view, dsl.Root):
+        return True
+    if isinstance(view, dsl.Filter):
+        return bool(view.criteria(request)) and accepts(view._source, request)
+    if isinstance(view, dsl.Priority):
+        return accepts(view._source, request)
+    return request in view
+
+
+class FastMatching(apps.RawHandler):
+    """RawHandler's payload selection with ``accepts`` instead of a history scan."""
+
+    __slots__ = ()
+
+    async def _handle(self, request: rendering.Request) -> Any:
+        priorities = [tuple(-p for p in payload.priorities) for payload in self._payloads]
+        width = max((len(p) for p in priorities), default=0)
+        padded = [p + (0,) * (width - len(p)) for p in priorities]
+        order = sorted(range(len(padded)), key=lambda i: padded[i])
+        for payload in [self._payloads[i] for i in order]:
+            if accepts(payload._source, request) and not payload._disabled.is_set():
+                try:
+                    return await payload(request)
+                except rendering.ReactionMismatchError:
+                    payload._disabled.set()
+                except NotImplementedError:
+                    pass
+        raise NotImplementedError("no reaction matches the request")
+
+
 @attrs.define(kw_only=True)
-class Emulator(kmock.KubernetesEmulator):
+class Emulator(kmock.KubernetesEmulator, FastMatching):
     _versions: Any = attrs.field(factory=lambda: itertools.count(1), init=False)
+    _index: dict[Any, list[Any]] = attrs.field(factory=dict, init=False)
+    _indexed: int = attrs.field(default=-1, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -83,10 +123,21 @@ class Emulator(kmock.KubernetesEmulator):
 
     def _stored(self, request: rendering.Request) -> dict[str, Any] | None:
         key = (request.resource, request.namespace, request.name)
-        for (res, ns, name), obj in self.objects.items():
-            if (res, ns, name) == key and not obj.deleted:
-                return dict(obj.raw)
-        return None
+        if request.resource is None or key not in self.objects:
+            return None
+        obj = self.objects[key]
+        return None if obj.deleted else dict(obj.raw)
+
+    async def _serve_fetch(self, request: rendering.Request) -> rendering.Payload:
+        """One object by name: a dict lookup (kmock scans every object)."""
+        key = (request.resource, request.namespace, request.name)
+        if request.resource is None or request.name is None or key not in self.objects:
+            return await super()._serve_fetch(request)
+        obj = self.objects[key]
+        if obj.deleted:
+            raise kmock.KubernetesObjectNotFoundError()
+        payload: rendering.Payload = obj.raw
+        return payload
 
     def _prepare(self, request: rendering.Request) -> None:
         """Rewrite the request's data in place (kmock's filters track requests by identity)."""
@@ -155,8 +206,38 @@ class Emulator(kmock.KubernetesEmulator):
             self._prepare(request)
         return await super()._handle(request)
 
+    def _keys_of(self, resource: Any) -> list[Any]:
+        """Keys of the stored objects of one resource (an index rebuilt when objects are added)."""
+        if self._indexed != len(self.objects):
+            index: dict[Any, list[Any]] = {}
+            for key, _ in self.objects.items():
+                index.setdefault(key[0], []).append(key)
+            self._index, self._indexed = index, len(self.objects)
+        return list(self._index.get(resource, ()))
+
+    async def _render_error(self, exc: Exception) -> Any:
+        """Errors as kmock renders them, without formatting a traceback for expected ones."""
+        if isinstance(exc, kmock.KubernetesError):
+            return aiohttp.web.json_response({
+                "apiVersion": "v1", "kind": "Status", "metadata": {}, "code": exc.status,
+                "status": "Failure", "reason": exc.reason or type(exc).__name__,
+                "message": exc.message or repr(exc), "details": exc.details or {},
+            }, status=exc.status)
+        return await super()._render_error(exc)
+
     async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
-        result: Any = await super()._serve_list(request)
+        known = request.resource in KNOWN
+        result: Any
+        if known:
+            items = []
+            for key in self._keys_of(request.resource):
+                if request.namespace is not None and key[1] != request.namespace:
+                    continue
+                if key in self.objects and not self.objects[key].deleted:
+                    items.append(self.objects[key].raw)
+            result = {"metadata": {"resourceVersion": "..."}, "items": items}
+        else:
+            result = await super()._serve_list(request)
         selector = request.params.get("labelSelector")
         if selector and isinstance(result, dict):
             result["items"] = [
@@ -168,10 +249,11 @@ class Emulator(kmock.KubernetesEmulator):
 
     def live(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The current object, or None."""
-        for (res, ns, nm), obj in self.objects.items():
-            if res == kmock.resource(plural) and ns == namespace and nm == name:
-                return None if obj.deleted else dict(obj.raw)
-        return None
+        key = (kmock.resource(plural), namespace, name)
+        if key not in self.objects:
+            return None
+        obj = self.objects[key]
+        return None if obj.deleted else dict(obj.raw)
 
     def all(self, plural: str) -> list[dict[str, Any]]:
         return [

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,11 @@ class FakeProbe:
         if self.cluster.failing:
             raise ProbeError("unreachable")
         return self.cluster.election
+
+    async def elections(self, broker_names: Sequence[str]) -> dict[str, Election]:
+        if self.cluster.failing:
+            raise ProbeError("unreachable")
+        return {name: self.cluster.election for name in broker_names}
 
     async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
         self.cluster.switchovers.append((cluster, broker_name, broker_id))
@@ -115,6 +120,7 @@ async def running_operator(
             connect=lambda **_: kopf.ConnectionInfo(server=url),
             probe_factory=probe_factory or fake.factory,
             follow_interval=0.1,
+            poll_interval=0.05,
             clock=lambda: NOW,
         )
         # kopf runs in its own thread and loop: at exit it waits for every task of its

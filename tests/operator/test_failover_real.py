@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,40 @@ async def test_prestop_hands_the_master_role_over(tmp_path: Path) -> None:
         finally:
             await master.close()
             await slave.close()
+
+
+async def test_operator_follows_failovers_in_many_groups(tmp_path: Path) -> None:
+    """20 groups on one shared controller poll: 5 failovers one by one, then 15 at once."""
+    groups = [f"group-{i:02d}" for i in range(20)]
+    async with failover_scenario(tmp_path, ns="many") as sc:
+        brokers = [await sc.group(name, first_ip=20 + 2 * i) for i, name in enumerate(groups)]
+        try:
+            await sc.h.eventually(
+                lambda: all(sc.role(f"{g}-0") == names.ROLE_MASTER for g in groups),
+                what="every group's first master")
+            for name, (master, _) in zip(groups[:5], brokers[:5], strict=True):
+                await master.close()
+                await sc.h.eventually(lambda g=name: sc.role(f"{g}-1") == names.ROLE_MASTER,
+                                      what=f"{name} failover followed")
+            await asyncio.gather(*(master.close() for master, _ in brokers[5:]))
+            await sc.h.eventually(
+                lambda: all(sc.role(f"{g}-1") == names.ROLE_MASTER
+                            and sc.role(f"{g}-0") == names.ROLE_SLAVE for g in groups),
+                timeout=60, what="every group's failover followed")
+            for g in groups:
+                status = await sc.h.eventually(
+                    lambda g=g: (s := (sc.h.obj(BG, g, sc.ns) or {}).get("status") or {})
+                    .get("masterPod") == f"{g}-1" and s, what=f"{g} status.masterPod")
+                assert status["masterEpoch"] >= 2
+                conds = {c["type"]: c for c in status["conditions"]}
+                assert conds["MasterElected"]["status"] == "True"
+                assert {r["pod"] for r in status["replicas"]} == {f"{g}-0", f"{g}-1"}
+            events = await sc.h.eventually(
+                lambda: (e := [e for e in sc.h.events("MasterChanged", sc.ns)
+                               if " to group-" in e["message"] and "-1 (epoch" in e["message"]])
+                and len(e) >= len(groups) and e, timeout=30, what="a MasterChanged per group")
+            for g in groups:
+                assert any(f"from {g}-0 to {g}-1" in e["message"] for e in events), g
+        finally:
+            for _, slave in brokers:
+                await slave.close()
