@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from . import conditions, metrics, names, reconcile
+from . import conditions, kopf_settings, metrics, names, reconcile
 from .events import build_event
 from .follower import BrokerGroupFollower, ControllerFollower
 from .following import default_probe
@@ -63,6 +63,7 @@ def ensure_memo(memo: Any) -> None:
 
 
 async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+    kopf_settings.configure(settings)
     ensure_memo(memo)
     metrics.serve(int(os.environ.get("MQCLUSTER_METRICS_PORT", "0") or 0))
 

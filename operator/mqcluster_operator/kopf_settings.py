@@ -1,0 +1,45 @@
+"""kopf settings the operator does not leave to defaults.
+
+kopf leaves watch timeouts unset, so a watch stream the network silently drops
+can hang until the inactivity timer fires; explicit server and client timeouts
+make every stream end and be replaced on a schedule. Each value can be
+overridden by an environment variable (seconds).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import kopf
+
+DEFAULTS: dict[str, float] = {
+    "MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS": 300.0,
+    "MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS": 330.0,
+    "MQCLUSTER_WATCH_CONNECT_TIMEOUT_SECONDS": 30.0,
+    "MQCLUSTER_API_REQUEST_TIMEOUT_SECONDS": 60.0,
+    "MQCLUSTER_API_CONNECT_TIMEOUT_SECONDS": 30.0,
+}
+
+
+def _seconds(env: Mapping[str, str], name: str) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return DEFAULTS[name]
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(
+            f"environment variable {name} must be a number of seconds: {raw!r}"
+        ) from None
+    if value <= 0:
+        raise ValueError(f"environment variable {name} must be positive: {raw!r}")
+    return value
+
+
+def configure(settings: kopf.OperatorSettings, env: Mapping[str, str] = os.environ) -> None:
+    settings.watching.server_timeout = _seconds(env, "MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS")
+    settings.watching.client_timeout = _seconds(env, "MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS")
+    settings.watching.connect_timeout = _seconds(env, "MQCLUSTER_WATCH_CONNECT_TIMEOUT_SECONDS")
+    settings.networking.request_timeout = _seconds(env, "MQCLUSTER_API_REQUEST_TIMEOUT_SECONDS")
+    settings.networking.connect_timeout = _seconds(env, "MQCLUSTER_API_CONNECT_TIMEOUT_SECONDS")
