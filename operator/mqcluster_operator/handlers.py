@@ -118,18 +118,22 @@ async def apply_outcome(
 
 async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
     async with memo.reconciling:
-        outcome = reconcile.plan_controller(body, memo.clock())
-        await apply_outcome(memo, body, outcome, patch, needs_master=False)
+        with metrics.reconcile_timer("Controller"):
+            outcome = reconcile.plan_controller(body, memo.clock())
+            await apply_outcome(memo, body, outcome, patch, needs_master=False)
 
 
 async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
     async with memo.reconciling:
-        ref = reconcile.controller_ref(body)
-        controller = None
-        if ref is not None:
-            controller = await memo.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
-        outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
-        await apply_outcome(memo, body, outcome, patch, needs_master=True)
+        with metrics.reconcile_timer("BrokerGroup"):
+            ref = reconcile.controller_ref(body)
+            controller = None
+            if ref is not None:
+                controller = await memo.api.get(
+                    Ref(names.API_VERSION, "Controller", ref[0], ref[1])
+                )
+            outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
+            await apply_outcome(memo, body, outcome, patch, needs_master=True)
 
 
 async def follow_brokergroup(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
 REGISTRY = CollectorRegistry()
@@ -30,6 +34,34 @@ APPLIED = Counter(
     ["kind", "result"],
     registry=REGISTRY,
 )
+
+
+RECONCILES = Counter(
+    "mqcluster_operator_reconciles_total",
+    "Reconciles by resource kind and result (ok or error).",
+    ["resource", "result"],
+    registry=REGISTRY,
+)
+RECONCILE_SECONDS = Histogram(
+    "mqcluster_operator_reconcile_seconds",
+    "Duration of one reconcile, by resource kind.",
+    ["resource"],
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+
+@contextmanager
+def reconcile_timer(resource: str) -> Iterator[None]:
+    """Count the reconcile enclosed and record how long it took."""
+    started = time.monotonic()
+    result = "error"
+    try:
+        yield
+        result = "ok"
+    finally:
+        RECONCILES.labels(resource, result).inc()
+        RECONCILE_SECONDS.labels(resource).observe(time.monotonic() - started)
 
 
 def serve(port: int) -> None:
