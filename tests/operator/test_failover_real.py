@@ -92,3 +92,62 @@ async def test_operator_follows_failovers_in_many_groups(tmp_path: Path) -> None
         finally:
             for _, slave in brokers:
                 await slave.close()
+
+
+async def test_operator_follows_a_sigkilled_master_process(tmp_path: Path) -> None:
+    """The master broker is its own process, killed with SIGKILL mid-heartbeat."""
+    import json
+    import subprocess
+    import sys
+
+    from mqcluster.controller.standin import StandInBroker
+
+    from .failover import CLUSTER
+
+    async with failover_scenario(tmp_path) as sc:
+        name, ips = "broker-k", ["127.0.0.40", "127.0.0.41"]
+        for i, ip in enumerate(ips):
+            await sc.h.api.create(sc.pod(name, i, ip))
+        master = subprocess.Popen(
+            [sys.executable, "-m", "mqcluster.controller.standin",
+             "--controllers", sc.controllers.controller_addr, "--cluster", CLUSTER,
+             "--broker-name", name, "--store", str(tmp_path / name / "0"), "--host", ips[0],
+             "--epoch", "1", "--heartbeat-interval", "0.3", "--heartbeat-timeout-ms", "1500"],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        slave = StandInBroker(sc.controllers.controller_addr, CLUSTER, name,
+                              tmp_path / name / "1", host=ips[1], epoch=1,
+                              heartbeat_interval=0.3, heartbeat_timeout_ms=1500)
+        try:
+            assert master.stdout is not None
+            line = await asyncio.wait_for(asyncio.to_thread(master.stdout.readline), 30)
+            registered = json.loads(line)
+            assert registered["event"] == "registered"
+            await slave.start()
+            info = await slave.replica_info()
+            await slave.client.alter_sync_state_set(
+                name, registered["brokerId"], info.master_epoch,
+                {registered["brokerId"], slave.broker_id}, info.sync_state_set_epoch,
+            )
+            await sc.h.api.create({
+                "apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
+                "metadata": {"name": name, "namespace": sc.ns},
+                "spec": {"mode": "Controller", "replicas": 2, "controllerRef": {"name": "mqc"}},
+            })
+            await sc.h.eventually(lambda: sc.role(f"{name}-0") == names.ROLE_MASTER,
+                                  what="pod 0 labelled master")
+            master.kill()
+            master.wait()
+            await sc.h.eventually(lambda: sc.role(f"{name}-1") == names.ROLE_MASTER,
+                                  what="pod 1 labelled master after SIGKILL")
+            assert sc.role(f"{name}-0") == names.ROLE_SLAVE
+            events = await sc.h.eventually(
+                lambda: [e for e in sc.h.events("MasterChanged", sc.ns)
+                         if f"from {name}-0 to {name}-1" in e["message"]],
+                what="MasterChanged event")
+            assert events
+        finally:
+            if master.poll() is None:
+                master.kill()
+                master.wait()
+            await slave.close()
