@@ -185,20 +185,25 @@ def test_entries_body_cache_encodes_a_batch_once() -> None:
     second = encode_message(AppendRequest("n0", "n2", 4, 7, 3, list(batch), 6, 2), cache)
     assert first.body is second.body
     assert decode_message(second) == AppendRequest("n0", "n2", 4, 7, 3, batch, 6, 2)
-    other_term = [Entry(8, 3, EntryType.NORMAL, b"x"), Entry(9, 5, EntryType.NORMAL, b"y")]
+    other_term = [Entry(8, 5, EntryType.NORMAL, b"x"), Entry(9, 5, EntryType.NORMAL, b"y")]
     third = encode_message(AppendRequest("n0", "n1", 5, 7, 3, other_term, 6, 3), cache)
     assert decode_entries(third.body) == other_term
 
 
-def test_body_cache_reuses_records_by_entry_identity() -> None:
+def test_body_cache_reuses_records_by_index_and_term() -> None:
     cache = EntriesBodyCache()
     batch = [Entry(i, 2, EntryType.NORMAL, bytes([i]) * 100) for i in range(1, 11)]
     whole = cache.body(batch)
-    assert cache.body(batch) is whole  # same batch again: the same buffer
+    rebuilt = [Entry(e.index, e.term, e.type, e.data) for e in batch]
+    assert cache.body(rebuilt) is whole  # the same entries again: the same buffer
     assert cache.body(batch[3:7]) == encode_entries(batch[3:7])  # a slice of it
-    # An equal but distinct entry (another leader's, say) is never served from the cache.
-    other = [Entry(4, 2, EntryType.NORMAL, bytes([4]) * 100)]
+    # The same index in another term (another leader's entry) is never served from the cache.
+    other = [Entry(4, 3, EntryType.NORMAL, b"other leader")]
     assert cache.body(other) == encode_entries(other)
+    # A batch with a gap is encoded afresh and not remembered.
+    gapped = [Entry(20, 2, EntryType.NORMAL, b"a"), Entry(22, 2, EntryType.NORMAL, b"b")]
+    assert cache.body(gapped) == encode_entries(gapped)
+    assert 20 not in cache._by_index
     # Runs from several buffers join up.
     more = [Entry(i, 3, EntryType.NORMAL, b"m") for i in range(11, 14)]
     assert cache.body([*batch[8:], *more]) == encode_entries([*batch[8:], *more])
@@ -220,4 +225,5 @@ def test_body_cache_stays_within_its_capacity() -> None:
         cache.body(b)
     assert cache.body(batches[-1]) == encode_entries(batches[-1])
     assert sum(len(r.body) for r in cache._runs) <= 1000
-    assert set(cache._by_index) == {e.index for r in cache._runs for e in r.entries}
+    cached = {r.first_index + k for r in cache._runs for k in range(len(r.terms))}
+    assert set(cache._by_index) == cached

@@ -197,49 +197,54 @@ def decode_snapshot_body(body: bytes) -> Snapshot:
 
 @dataclass(slots=True)
 class _Run:
-    entries: list[Entry]
+    first_index: int
+    terms: list[int]  # of each entry, from ``first_index`` on
     body: bytes
     offsets: list[int]  # of each record in ``body``, plus the end
 
 
 class EntriesBodyCache:
-    """The log records of recent entries, found by the Entry objects themselves.
+    """The log records of recent entries, found by (index, term).
 
     A batch's records are encoded once (or, on a follower, CRC-checked once as
     received) and reused: for the pushes of the same batch to every follower and
-    for this member's own disk write. Lookup is by object identity (the cache
-    holds the entries it maps), so a hit is always the bytes of that very entry.
+    for this member's own disk write. An (index, term) pair names one entry for
+    the whole group (only that term's leader creates it), so a hit is always the
+    bytes of that very entry. The cache holds no Entry objects, only ints and
+    bytes, which the cyclic garbage collector does not have to walk.
     Use one cache per Raft group, from one thread."""
 
     def __init__(self, capacity_bytes: int = 32 * 1024 * 1024) -> None:
         self.capacity_bytes = capacity_bytes
         self._runs: deque[_Run] = deque()
-        self._by_index: dict[int, tuple[_Run, int]] = {}
+        self._by_index: dict[int, _Run] = {}
         self._bytes = 0
 
-    def add(self, entries: list[Entry], body: bytes, offsets: list[int]) -> None:
-        """Remember ``body`` as the records of ``entries`` (``offsets`` as decode_records)."""
+    def add(self, entries: Sequence[Entry], body: bytes, offsets: list[int]) -> None:
+        """Remember ``body`` as the records of ``entries`` (``offsets`` as decode_records).
+
+        ``entries`` must have consecutive indexes, as a Raft batch does."""
         if not entries:
             return
-        run = _Run(entries, body, offsets)
+        first = entries[0].index
+        run = _Run(first, [e.term for e in entries], body, offsets)
         by_index = self._by_index
-        for j, e in enumerate(entries):
-            by_index[e.index] = (run, j)
+        for index in range(first, first + len(entries)):
+            by_index[index] = run
         self._runs.append(run)
         self._bytes += len(body)
         while self._bytes > self.capacity_bytes and len(self._runs) > 1:
             old = self._runs.popleft()
             self._bytes -= len(old.body)
-            for e in old.entries:
-                hit = by_index.get(e.index)
-                if hit is not None and hit[0] is old:
-                    del by_index[e.index]
+            for index in range(old.first_index, old.first_index + len(old.terms)):
+                if by_index.get(index) is old:
+                    del by_index[index]
 
-    def _cached(self, entry: Entry) -> tuple[_Run, int] | None:
-        hit = self._by_index.get(entry.index)
-        if hit is None or hit[0].entries[hit[1]] is not entry:
+    def _cached(self, entry: Entry) -> _Run | None:
+        run = self._by_index.get(entry.index)
+        if run is None or run.terms[entry.index - run.first_index] != entry.term:
             return None
-        return hit
+        return run
 
     def body(self, entries: Sequence[Entry]) -> bytes:
         """The records of ``entries``, from cached buffers where possible."""
@@ -249,24 +254,29 @@ class EntriesBodyCache:
         parts: list[bytes | memoryview] = []
         i = 0
         while i < n:
-            hit = self._cached(entries[i])
-            if hit is None:
+            run = self._cached(entries[i])
+            if run is None:
                 j = i + 1
                 while j < n and self._cached(entries[j]) is None:
                     j += 1
                 batch = list(entries[i:j])
                 body, offsets = encode_records(batch)
-                self.add(batch, body, offsets)
+                if _consecutive(batch):
+                    self.add(batch, body, offsets)
                 parts.append(body)
                 i = j
                 continue
-            run, k = hit
-            cached = run.entries
-            first_k = k
+            terms = run.terms
+            k = first_k = entries[i].index - run.first_index
             i += 1
             k += 1
-            limit = len(cached)
-            while i < n and k < limit and cached[k] is entries[i]:
+            limit = len(terms)
+            while (
+                i < n
+                and k < limit
+                and entries[i].index == run.first_index + k
+                and entries[i].term == terms[k]
+            ):
                 i += 1
                 k += 1
             if first_k == 0 and k == limit:
@@ -276,6 +286,11 @@ class EntriesBodyCache:
         if len(parts) == 1 and isinstance(parts[0], bytes):
             return parts[0]
         return b"".join(parts)
+
+
+def _consecutive(entries: Sequence[Entry]) -> bool:
+    first = entries[0].index
+    return all(e.index == first + i for i, e in enumerate(entries))
 
 
 def encode_message(msg: Message, cache: EntriesBodyCache | None = None) -> RemotingCommand:
@@ -316,7 +331,7 @@ def decode_message(cmd: RemotingCommand, cache: EntriesBodyCache | None = None) 
         raise FrameError(f"{spec.cls.__name__}: bad field value: {exc}") from exc
     if spec.body_field == "entries":
         entries, offsets = decode_records(cmd.body)
-        if cache is not None:
+        if cache is not None and entries and _consecutive(entries):
             cache.add(entries, cmd.body, offsets)
         kwargs["entries"] = entries
     elif spec.body_field is not None:

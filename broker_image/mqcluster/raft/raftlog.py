@@ -4,35 +4,58 @@
 persisted), ``persisted`` the last index the caller confirmed with ``advance``.
 A truncation below ``handed`` is remembered so the next Ready tells storage to
 drop the same suffix.
+
+Entries are kept as three parallel lists (terms, types, data) rather than as
+Entry objects: ints and bytes are not tracked by the cyclic garbage collector,
+so a log of hundreds of thousands of entries adds nothing to the full
+collections whose pauses would otherwise show up as commit-latency spikes.
+Entry objects are built only for the entries a caller asks for.
 """
 
 from __future__ import annotations
 
-from mqcluster.raft.types import Entry
+from collections.abc import Iterable
+
+from mqcluster.raft.types import Entry, EntryType
 
 
 class RaftLog:
     def __init__(self, snapshot_index: int, snapshot_term: int, entries: list[Entry]) -> None:
         self.snapshot_index = snapshot_index
         self.snapshot_term = snapshot_term
-        self._entries: list[Entry] = []
+        self._terms: list[int] = []
+        self._types: list[int] = []
+        self._data: list[bytes] = []
         for entry in entries:
             if entry.index <= snapshot_index:
                 continue
             if entry.index != self.last_index + 1:
                 raise ValueError(f"log gap: entry {entry.index} after {self.last_index}")
-            self._entries.append(entry)
+            self._push(entry)
         self.handed = self.last_index
         self.persisted = self.last_index
         self.pending_truncate: int | None = None
 
+    def _push(self, entry: Entry) -> None:
+        self._terms.append(entry.term)
+        self._types.append(int(entry.type))
+        self._data.append(entry.data)
+
+    def _build(self, index: int, pos: int) -> Entry:
+        return Entry(index, self._terms[pos], EntryType(self._types[pos]), self._data[pos])
+
+    def _drop_prefix(self, count: int) -> None:
+        del self._terms[:count]
+        del self._types[:count]
+        del self._data[:count]
+
     @property
     def last_index(self) -> int:
-        return self._entries[-1].index if self._entries else self.snapshot_index
+        return self.snapshot_index + len(self._terms)
 
     @property
     def last_term(self) -> int:
-        return self._entries[-1].term if self._entries else self.snapshot_term
+        return self._terms[-1] if self._terms else self.snapshot_term
 
     @property
     def first_index(self) -> int:
@@ -44,10 +67,12 @@ class RaftLog:
             return self.snapshot_term
         if index < self.snapshot_index or index > self.last_index:
             return None
-        return self._entries[index - self.snapshot_index - 1].term
+        return self._terms[index - self.snapshot_index - 1]
 
     def entry(self, index: int) -> Entry:
-        return self._entries[index - self.snapshot_index - 1]
+        if not self.snapshot_index < index <= self.last_index:
+            raise IndexError(f"entry {index} is not in the log")
+        return self._build(index, index - self.snapshot_index - 1)
 
     def slice(self, lo: int, hi: int) -> list[Entry]:
         """Entries lo..hi inclusive (clamped to what the log holds)."""
@@ -56,37 +81,38 @@ class RaftLog:
         if lo > hi:
             return []
         base = self.snapshot_index + 1
-        return self._entries[lo - base : hi - base + 1]
+        return [self._build(index, index - base) for index in range(lo, hi + 1)]
 
     def batch(self, lo: int, max_entries: int, max_bytes: int) -> list[Entry]:
         """At least one entry from ``lo`` (if any), then up to the limits."""
-        out: list[Entry] = []
+        lo = max(lo, self.first_index)
+        base = self.snapshot_index + 1
+        end = min(self.last_index, lo + max_entries - 1)
+        data = self._data
         size = 0
-        index = lo
-        last = self.last_index
-        while index <= last and len(out) < max_entries:
-            entry = self.entry(index)
-            if out and size + len(entry.data) > max_bytes:
+        hi = lo - 1
+        for index in range(lo, end + 1):
+            length = len(data[index - base])
+            if index > lo and size + length > max_bytes:
                 break
-            out.append(entry)
-            size += len(entry.data)
-            index += 1
-        return out
+            size += length
+            hi = index
+        return [self._build(index, index - base) for index in range(lo, hi + 1)]
 
     def append(self, entry: Entry) -> None:
         if entry.index != self.last_index + 1:
             raise ValueError(f"append {entry.index} after {self.last_index}")
-        self._entries.append(entry)
+        self._push(entry)
 
-    def extend(self, entries: list[Entry]) -> None:
+    def extend(self, entries: Iterable[Entry]) -> None:
         """Append consecutive entries (``entries[i].index == entries[0].index + i``)."""
-        if not entries:
-            return
+        batch = list(entries)
         first = self.last_index + 1
-        for i, entry in enumerate(entries):
+        for i, entry in enumerate(batch):
             if entry.index != first + i:
                 raise ValueError(f"extend: entry {entry.index} where {first + i} belongs")
-        self._entries.extend(entries)
+        for entry in batch:
+            self._push(entry)
 
     def truncate_from(self, index: int) -> None:
         """Drop entries with index >= ``index`` (never at or below the snapshot)."""
@@ -94,7 +120,10 @@ class RaftLog:
             raise ValueError(f"truncate {index} at or below snapshot {self.snapshot_index}")
         if index > self.last_index:
             return
-        del self._entries[index - self.snapshot_index - 1 :]
+        keep = index - self.snapshot_index - 1
+        del self._terms[keep:]
+        del self._types[keep:]
+        del self._data[keep:]
         if index <= self.handed:
             self.pending_truncate = (
                 index if self.pending_truncate is None else min(self.pending_truncate, index)
@@ -107,7 +136,7 @@ class RaftLog:
         term = self.term_at(index)
         if term is None or index <= self.snapshot_index:
             raise ValueError(f"cannot compact to {index}")
-        del self._entries[: index - self.snapshot_index]
+        self._drop_prefix(index - self.snapshot_index)
         self.snapshot_index = index
         self.snapshot_term = term
 
@@ -115,7 +144,7 @@ class RaftLog:
         """Install a snapshot at (index, term); keep the suffix if it matches. True if kept."""
         keep = self.term_at(index) == term and index <= self.last_index
         if keep:
-            del self._entries[: index - self.snapshot_index]
+            self._drop_prefix(index - self.snapshot_index)
         else:
             if self.handed > index:  # storage holds entries the snapshot replaces
                 self.pending_truncate = (
@@ -123,7 +152,7 @@ class RaftLog:
                     if self.pending_truncate is None
                     else min(self.pending_truncate, index + 1)
                 )
-            self._entries = []
+            self._terms, self._types, self._data = [], [], []
         self.snapshot_index = index
         self.snapshot_term = term
         self.handed = max(min(self.handed, self.last_index), index)
