@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +21,22 @@ from rocketmq import (
 )
 
 
+def give_thread_an_event_loop() -> None:
+    """Set an event loop on the calling thread if it has none.
+
+    The official client can build grpc.aio objects on the thread that calls it, and
+    grpc then asks that thread for its event loop. After ``asyncio.run()`` or an
+    async test in the same thread, the main thread is left with none, and the
+    client's telemetry stream (and with it every route lookup) fails with "There
+    is no current event loop in thread 'MainThread'"."""
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def client_config(address: str) -> ClientConfiguration:
+    give_thread_an_event_loop()
     """Plaintext: a bare ``host:port`` endpoint and the clients' default ``tls_enable=False``."""
     return ClientConfiguration(address, Credentials(), request_timeout=5)
 
