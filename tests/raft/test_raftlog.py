@@ -56,14 +56,31 @@ def test_compact_and_restore_keep_terms_and_the_matching_suffix() -> None:
     assert (log.last_index, log.last_term, log.slice(1, 100)) == (20, 3, [])
 
 
-def test_a_long_log_adds_no_objects_for_the_garbage_collector_to_walk() -> None:
+def test_only_the_newest_entries_are_objects_for_the_garbage_collector_to_walk() -> None:
     # Full collections walk every tracked object; a log of Entry objects made
     # their pauses grow with the log and showed up as commit-latency spikes.
-    log = RaftLog(0, 0, [])
+    log = RaftLog(0, 0, [], hot_entries=100)
     batch = entries(1, 20_000)
     gc.collect()
     before = len(gc.get_objects())
     log.extend(batch)
     del batch
     gc.collect()
-    assert len(gc.get_objects()) - before < 100
+    assert len(gc.get_objects()) - before < 250
+    assert log.slice(1, 20_000) == entries(1, 20_000)  # old entries are rebuilt on demand
+
+
+@pytest.mark.parametrize("cut", [1, 150, 199, 200, 201, 290, 300])
+def test_hot_window_follows_truncate_compact_and_restore(cut: int) -> None:
+    log = RaftLog(0, 0, entries(1, 300), hot_entries=64)
+    whole = entries(1, 300)
+    log.truncate_from(cut)
+    assert log.slice(1, 400) == whole[: cut - 1]
+    log.extend(entries(cut, 310, term=2))
+    expected = [*whole[: cut - 1], *entries(cut, 310, term=2)]
+    assert log.slice(1, 400) == expected
+    log.compact(min(cut, 250))
+    assert log.slice(1, 400) == expected[min(cut, 250) :]
+    assert [log.entry(i) for i in range(log.first_index, 311)] == expected[min(cut, 250) :]
+    assert log.restore(305, log.term_at(305) or 0)
+    assert log.slice(1, 400) == expected[305:]

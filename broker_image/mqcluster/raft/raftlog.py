@@ -6,10 +6,12 @@ A truncation below ``handed`` is remembered so the next Ready tells storage to
 drop the same suffix.
 
 Entries are kept as three parallel lists (terms, types, data) rather than as
-Entry objects: ints and bytes are not tracked by the cyclic garbage collector,
-so a log of hundreds of thousands of entries adds nothing to the full
-collections whose pauses would otherwise show up as commit-latency spikes.
-Entry objects are built only for the entries a caller asks for.
+Entry objects: ints, enum members and bytes add nothing to the work of the
+cyclic garbage collector, whose full collections would otherwise walk every
+entry of a long log and show up as commit-latency spikes. Only the newest
+entries (``hot_entries`` to twice that), which are persisted, pushed to
+followers and applied right after they arrive, are also kept as objects; older
+ones are built when asked for.
 """
 
 from __future__ import annotations
@@ -19,13 +21,25 @@ from collections.abc import Iterable
 from mqcluster.raft.types import Entry, EntryType
 
 
+HOT_ENTRIES = 4096
+
+
 class RaftLog:
-    def __init__(self, snapshot_index: int, snapshot_term: int, entries: list[Entry]) -> None:
+    def __init__(
+        self,
+        snapshot_index: int,
+        snapshot_term: int,
+        entries: list[Entry],
+        hot_entries: int = HOT_ENTRIES,
+    ) -> None:
         self.snapshot_index = snapshot_index
         self.snapshot_term = snapshot_term
         self._terms: list[int] = []
-        self._types: list[int] = []
+        self._types: list[EntryType] = []
         self._data: list[bytes] = []
+        self._hot_entries = max(1, hot_entries)
+        self._hot: list[Entry] = []  # the entries from index ``_hot_first`` to the last
+        self._hot_first = snapshot_index + 1
         for entry in entries:
             if entry.index <= snapshot_index:
                 continue
@@ -38,16 +52,33 @@ class RaftLog:
 
     def _push(self, entry: Entry) -> None:
         self._terms.append(entry.term)
-        self._types.append(int(entry.type))
+        self._types.append(entry.type)
         self._data.append(entry.data)
+        hot = self._hot
+        hot.append(entry)
+        if len(hot) >= 2 * self._hot_entries:
+            cold = len(hot) - self._hot_entries
+            del hot[:cold]
+            self._hot_first += cold
 
-    def _build(self, index: int, pos: int) -> Entry:
-        return Entry(index, self._terms[pos], EntryType(self._types[pos]), self._data[pos])
+    def _cold(self, lo: int, hi: int) -> list[Entry]:
+        """Entries lo..hi (all older than the hot ones), built from the lists."""
+        base = self.snapshot_index + 1
+        terms, types, data = self._terms, self._types, self._data
+        return [
+            Entry(index, terms[index - base], types[index - base], data[index - base])
+            for index in range(lo, hi + 1)
+        ]
 
     def _drop_prefix(self, count: int) -> None:
+        """Forget the first ``count`` entries (the snapshot index moves up by as many)."""
         del self._terms[:count]
         del self._types[:count]
         del self._data[:count]
+        first = self.snapshot_index + count + 1
+        if first > self._hot_first:
+            del self._hot[: first - self._hot_first]
+            self._hot_first = first
 
     @property
     def last_index(self) -> int:
@@ -72,7 +103,9 @@ class RaftLog:
     def entry(self, index: int) -> Entry:
         if not self.snapshot_index < index <= self.last_index:
             raise IndexError(f"entry {index} is not in the log")
-        return self._build(index, index - self.snapshot_index - 1)
+        if index >= self._hot_first:
+            return self._hot[index - self._hot_first]
+        return self._cold(index, index)[0]
 
     def slice(self, lo: int, hi: int) -> list[Entry]:
         """Entries lo..hi inclusive (clamped to what the log holds)."""
@@ -80,8 +113,12 @@ class RaftLog:
         hi = min(hi, self.last_index)
         if lo > hi:
             return []
-        base = self.snapshot_index + 1
-        return [self._build(index, index - base) for index in range(lo, hi + 1)]
+        hot_first = self._hot_first
+        if lo >= hot_first:
+            return self._hot[lo - hot_first : hi - hot_first + 1]
+        if hi < hot_first:
+            return self._cold(lo, hi)
+        return self._cold(lo, hot_first - 1) + self._hot[: hi - hot_first + 1]
 
     def batch(self, lo: int, max_entries: int, max_bytes: int) -> list[Entry]:
         """At least one entry from ``lo`` (if any), then up to the limits."""
@@ -97,7 +134,7 @@ class RaftLog:
                 break
             size += length
             hi = index
-        return [self._build(index, index - base) for index in range(lo, hi + 1)]
+        return self.slice(lo, hi)
 
     def append(self, entry: Entry) -> None:
         if entry.index != self.last_index + 1:
@@ -124,6 +161,11 @@ class RaftLog:
         del self._terms[keep:]
         del self._types[keep:]
         del self._data[keep:]
+        if index > self._hot_first:
+            del self._hot[index - self._hot_first :]
+        else:
+            self._hot = []
+            self._hot_first = index
         if index <= self.handed:
             self.pending_truncate = (
                 index if self.pending_truncate is None else min(self.pending_truncate, index)
@@ -153,6 +195,7 @@ class RaftLog:
                     else min(self.pending_truncate, index + 1)
                 )
             self._terms, self._types, self._data = [], [], []
+            self._hot, self._hot_first = [], index + 1
         self.snapshot_index = index
         self.snapshot_term = term
         self.handed = max(min(self.handed, self.last_index), index)
