@@ -20,7 +20,6 @@ from collections.abc import Iterable
 
 from mqcluster.raft.types import Entry, EntryType
 
-
 HOT_ENTRIES = 4096
 
 
