@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -79,6 +80,12 @@ def cpu_seconds(pids: list[int]) -> float:
             fields = f.read().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU time of this (the client's) process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def percentile(samples: list[float], p: float) -> float:
@@ -196,7 +203,13 @@ async def measure(root: Path) -> list[Row]:
 
             _, around_before = fsync_probe(root, 0.5)
             before = await leader_stats(client)
+            leader_pid = group.procs[client.leader or ""].pid
+            cpu0, leader_cpu0, own_cpu0 = cpu_seconds(pids), cpu_seconds([leader_pid]), own_cpu()
+            t0 = time.monotonic()
             lat = await paced_latency(client, 1000, SECONDS)
+            wall = time.monotonic() - t0
+            busy = (cpu_seconds(pids) - cpu0 + own_cpu() - own_cpu0) / wall
+            leader_busy = (cpu_seconds([leader_pid]) - leader_cpu0) / wall
             after = await leader_stats(client)
             _, around_after = fsync_probe(root, 0.5)
             disk_p99 = max(percentile(around_before, 99), percentile(around_after, 99))
@@ -211,6 +224,10 @@ async def measure(root: Path) -> list[Row]:
             rows.append(Row(NAME, "commit latency p99 @ 1,000/s", percentile(lat, 99), "ms",
                             "< 10 ms", limit=disk_p99,
                             note="limit = raw fsync p99 just before/after this run"))
+            rows.append(Row(NAME, "CPUs busy @ 1,000/s (3 servers + client)", busy, "CPU",
+                            limit=float(os.cpu_count() or 1),
+                            note=f"leader alone {leader_busy:.2f}; ratio = share of the host's "
+                                 "CPUs, where queueing for a core shows up in the p99"))
             rows.append(Row(NAME, "leader persist time per batch @ 1,000/s", persist_ms, "ms",
                             note=f"write+fsync; {inline:.0%} on the loop's thread, "
                                  "the rest in the I/O thread (slow fsyncs)"))
