@@ -229,8 +229,8 @@ async def measure(root: Path) -> list[Row]:
                             note=f"leader alone {leader_busy:.2f}; ratio = share of the host's "
                                  "CPUs, where queueing for a core shows up in the p99"))
             rows.append(Row(NAME, "leader persist time per batch @ 1,000/s", persist_ms, "ms",
-                            note=f"write+fsync; {inline:.0%} on the loop's thread, "
-                                 "the rest in the I/O thread (slow fsyncs)"))
+                            note=f"write+fsync, {persists / wall:.0f} per s; {inline:.0%} on the "
+                                 "loop's thread, the rest in the I/O thread (slow fsyncs)"))
             low = await paced_latency(client, 100, min(SECONDS, 3.0))
             rows.append(Row(NAME, "commit latency p50 / p99 @ 100/s", percentile(low, 50), "ms",
                             note=f"p99 {percentile(low, 99):.2f} ms, {len(low)} proposals"))
