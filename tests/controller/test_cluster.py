@@ -122,11 +122,16 @@ async def test_active_controller_failover_and_recovery(
 
 
 async def _check_follower_refuses_writes(cluster: LocalControllerCluster, active: str) -> None:
+    # A follower that has heard from the active controller (one just restarted may not
+    # have yet, and then answers "active controller is unknown").
     follower = None
     deadline = time.monotonic() + 10
     while follower is None:
         for node, addr in cluster.addrs.items():
-            if addr != active and await cluster.metadata(node) is not None:
+            if addr == active:
+                continue
+            meta = await cluster.metadata(node)
+            if meta is not None and meta.leader_addr == active:
                 follower = node
         assert time.monotonic() < deadline, cluster.logs()
         if follower is None:
