@@ -54,6 +54,7 @@ BIG_BATCH_SENDERS = 4
 SYNC_SENDERS = 64
 GRPC_PRODUCERS = 2
 GRPC_THREADS = 8
+GRPC_WINDOW = 64
 RSS_TOPICS = 125
 RSS_QUEUES_PER_TOPIC = 8
 RSS_LIMIT_MIB = 200
@@ -205,6 +206,29 @@ class NoopGrpcProcess:
 # ------------------------------------------------------------------ load
 
 
+def _process_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPUs used by the broker process and by this (the clients') process since creation."""
+
+    def __init__(self, broker: BrokerProcess) -> None:
+        assert broker.proc is not None
+        self.pid = broker.proc.pid
+        self.started = time.monotonic()
+        self.broker0 = _process_cpu(self.pid)
+        self.client0 = _process_cpu(os.getpid())
+
+    def report(self) -> str:
+        wall = time.monotonic() - self.started
+        broker = (_process_cpu(self.pid) - self.broker0) / wall
+        client = (_process_cpu(os.getpid()) - self.client0) / wall
+        return f"CPUs used: broker {broker:.2f}, client {client:.2f} of {os.cpu_count()}"
+
+
 def p99(latencies: list[float]) -> float | None:
     if not latencies:
         return None
@@ -326,6 +350,52 @@ def grpc_official(endpoint: str) -> tuple[float, list[float]]:
             producer.shutdown()
 
 
+def grpc_official_async(endpoint: str) -> tuple[float, list[float]]:
+    """GRPC_PRODUCERS producers fed from one thread with ``send_async``, GRPC_WINDOW in flight."""
+    from rocketmq import ClientConfiguration, Credentials
+    from rocketmq import Message as GrpcMessage
+    from rocketmq import Producer as GrpcProducer
+
+    topic = "BenchGrpc"
+    producers = [
+        GrpcProducer(ClientConfiguration(endpoint, Credentials(), request_timeout=10), (topic,))
+        for _ in range(GRPC_PRODUCERS)
+    ]
+    for producer in producers:
+        producer.startup()
+    latencies: list[float] = []
+    lock = threading.Lock()
+    window = threading.Semaphore(GRPC_WINDOW)
+    payload = body()
+
+    def done(t0: float, future: Any) -> None:
+        ok = future.exception() is None
+        with lock:
+            if ok:
+                latencies.append(time.perf_counter() - t0)
+        window.release()
+
+    try:
+        started = time.perf_counter()
+        deadline = started + PHASE_SECONDS
+        i = 0
+        while time.perf_counter() < deadline:
+            window.acquire()
+            msg = GrpcMessage()
+            msg.topic = topic
+            msg.body = payload
+            t0 = time.perf_counter()
+            future = producers[i % len(producers)].send_async(msg)
+            future.add_done_callback(lambda f, t0=t0: done(t0, f))
+            i += 1
+        for _ in range(GRPC_WINDOW):
+            window.acquire()
+        return len(latencies) / (time.perf_counter() - started), latencies
+    finally:
+        for producer in producers:
+            producer.shutdown()
+
+
 async def rss_with_queues(broker: BrokerProcess) -> tuple[float, float]:
     idle = broker.rss_mib()
     async with AdminClient(broker_addr=broker.addr) as admin:
@@ -380,11 +450,13 @@ async def _run(root: Path) -> list[Row]:
         await broker.start()
         return broker
 
-    batched: list[tuple[int, int, float, list[float]]] = []
+    batched: list[tuple[int, int, float, list[float], str]] = []
     broker = await with_broker("async", flushDiskType="ASYNC_FLUSH")
     try:
         for batch, senders in ((BATCH, BATCH_SENDERS), (BIG_BATCH, BIG_BATCH_SENDERS)):
-            batched.append((batch, senders, *await native_batched(broker, batch, senders)))
+            cpu = CpuMeter(broker)
+            rate, lat = await native_batched(broker, batch, senders)
+            batched.append((batch, senders, rate, lat, cpu.report()))
         idle, loaded = await rss_with_queues(broker)
     finally:
         await broker.stop()
@@ -405,11 +477,11 @@ async def _run(root: Path) -> list[Row]:
     seq_msgs = disk.seq_mib_s * 1024 * 1024 / rec_size
     group_limit = disk.fsync_group * SYNC_SENDERS
     rows = disk_rows(disk, rec_size)
-    for batch, senders, rate, lat in batched:
+    for batch, senders, rate, lat, cpu_use in batched:
         rows.append(
             Row(NAME, f"native batched ASYNC_FLUSH, {batch}/batch", rate, "msg/s",
                 ">= 100,000", seq_msgs, f"{senders} senders x batches of {batch}; "
-                f"limit = raw sequential write in {rec_size} B records")
+                f"limit = raw sequential write in {rec_size} B records; {cpu_use}")
         )  # fmt: skip
         rows.append(
             Row(NAME, f"native batched p99, {batch}/batch", p99(lat), "ms",
@@ -437,11 +509,13 @@ async def _run(root: Path) -> list[Row]:
     return rows + await grpc_rows(ip, with_broker)
 
 
-async def _noop_grpc(ip: str) -> tuple[float, list[float]]:
+async def _noop_grpc(
+    ip: str, send: Callable[[str], tuple[float, list[float]]] = grpc_official
+) -> tuple[float, list[float]]:
     noop = NoopGrpcProcess(ip)
     await noop.start()
     try:
-        return await asyncio.to_thread(grpc_official, noop.addr)
+        return await asyncio.to_thread(send, noop.addr)
     finally:
         await noop.stop()
 
@@ -452,21 +526,31 @@ async def grpc_rows(ip: str, with_broker: Callable[..., Awaitable[BrokerProcess]
     before = await _noop_grpc(ip)
     broker = await with_broker("grpc", flushDiskType="ASYNC_FLUSH", enableProxy="true")
     try:
+        cpu = CpuMeter(broker)
         rate_g, lat_g = await asyncio.to_thread(grpc_official, broker.grpc_addr)
+        cpu_g = cpu.report()
+        cpu = CpuMeter(broker)
+        rate_a, lat_a = await asyncio.to_thread(grpc_official_async, broker.grpc_addr)
+        cpu_a = cpu.report()
     except Exception as exc:
         return [Row(NAME, "gRPC official client", None, "msg/s", note=f"unavailable: {exc}")]
     finally:
         await broker.stop()
     after = await _noop_grpc(ip)
     noop_rate, noop_lat = max(before, after, key=lambda r: r[0])
+    noop_async, _ = await _noop_grpc(ip, grpc_official_async)
+    async_clients = f"{GRPC_PRODUCERS} producers, send_async, {GRPC_WINDOW} in flight"
     return [
         Row(NAME, "gRPC official client, no-op server", noop_rate, "msg/s",
             note=f"{clients}; client + grpc + loopback ceiling (bench.grpc_noop), "
             f"best of runs before and after the endpoint's"),
         Row(NAME, "gRPC no-op server p99", p99(noop_lat), "ms"),
         Row(NAME, "gRPC official client", rate_g, "msg/s", ">= 5,000", noop_rate,
-            f"{clients}, ASYNC_FLUSH; limit = the no-op server above"),
+            f"{clients}, ASYNC_FLUSH; limit = the no-op server above; {cpu_g}"),
         Row(NAME, "gRPC official client p99", p99(lat_g), "ms"),
+        Row(NAME, "gRPC official client, send_async", rate_a, "msg/s", ">= 5,000", noop_async,
+            f"{async_clients}; limit = the same against the no-op server; {cpu_a}"),
+        Row(NAME, "gRPC official client, send_async p99", p99(lat_a), "ms"),
     ]  # fmt: skip
 
 
