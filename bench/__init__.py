@@ -8,6 +8,7 @@ Benchmarks are not tests: they measure, print, and never assert.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -26,6 +27,16 @@ class Row:
         if self.value is None or not self.limit:
             return ""
         return f"{self.value / self.limit:.2f}"
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User+system CPU time used so far by these processes (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def format_value(value: float | None) -> str:

@@ -33,12 +33,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import Row
+from bench import Row, cpu_seconds
 from mqcluster.client import AdminClient, Message, Producer
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.store.codec import prepare
@@ -206,12 +206,6 @@ class NoopGrpcProcess:
 # ------------------------------------------------------------------ load
 
 
-def _process_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class CpuMeter:
     """CPUs used by the broker process and by this (the clients') process since creation."""
 
@@ -219,13 +213,13 @@ class CpuMeter:
         assert broker.proc is not None
         self.pid = broker.proc.pid
         self.started = time.monotonic()
-        self.broker0 = _process_cpu(self.pid)
-        self.client0 = _process_cpu(os.getpid())
+        self.broker0 = cpu_seconds([self.pid])
+        self.client0 = cpu_seconds([os.getpid()])
 
     def report(self) -> str:
         wall = time.monotonic() - self.started
-        broker = (_process_cpu(self.pid) - self.broker0) / wall
-        client = (_process_cpu(os.getpid()) - self.client0) / wall
+        broker = (cpu_seconds([self.pid]) - self.broker0) / wall
+        client = (cpu_seconds([os.getpid()]) - self.client0) / wall
         return f"CPUs used: broker {broker:.2f}, client {client:.2f} of {os.cpu_count()}"
 
 
@@ -304,38 +298,58 @@ async def native_sync_flush(
         return rate, lat, len(lat) / max(1, rounds)
 
 
-def grpc_official(endpoint: str) -> tuple[float, list[float]]:
-    """GRPC_PRODUCERS producers, GRPC_THREADS threads each calling ``send`` in a loop."""
+GRPC_TOPIC = "BenchGrpc"
+
+
+@contextlib.contextmanager
+def grpc_producers(endpoint: str) -> Iterator[list[Any]]:
+    """GRPC_PRODUCERS started official producers for GRPC_TOPIC, shut down on exit."""
     from rocketmq import ClientConfiguration, Credentials
-    from rocketmq import Message as GrpcMessage
     from rocketmq import Producer as GrpcProducer
 
-    topic = "BenchGrpc"
     producers = [
-        GrpcProducer(ClientConfiguration(endpoint, Credentials(), request_timeout=10), (topic,))
+        GrpcProducer(
+            ClientConfiguration(endpoint, Credentials(), request_timeout=10), (GRPC_TOPIC,)
+        )
         for _ in range(GRPC_PRODUCERS)
     ]
     for producer in producers:
         producer.startup()
+    try:
+        yield producers
+    finally:
+        for producer in producers:
+            producer.shutdown()
+
+
+def grpc_message(payload: bytes) -> Any:
+    from rocketmq import Message as GrpcMessage
+
+    msg = GrpcMessage()
+    msg.topic = GRPC_TOPIC
+    msg.body = payload
+    return msg
+
+
+def grpc_official(endpoint: str) -> tuple[float, list[float]]:
+    """GRPC_PRODUCERS producers, GRPC_THREADS threads each calling ``send`` in a loop."""
     latencies: list[float] = []
     count = 0
     lock = threading.Lock()
     payload = body()
     deadline = time.perf_counter() + PHASE_SECONDS
 
-    def loop(producer: GrpcProducer) -> None:
+    def loop(producer: Any) -> None:
         nonlocal count
         while time.perf_counter() < deadline:
-            msg = GrpcMessage()
-            msg.topic = topic
-            msg.body = payload
+            msg = grpc_message(payload)
             t0 = time.perf_counter()
             producer.send(msg)
             with lock:
                 latencies.append(time.perf_counter() - t0)
                 count += 1
 
-    try:
+    with grpc_producers(endpoint) as producers:
         started = time.perf_counter()
         threads = [
             threading.Thread(target=loop, args=(p,)) for p in producers for _ in range(GRPC_THREADS)
@@ -345,24 +359,10 @@ def grpc_official(endpoint: str) -> tuple[float, list[float]]:
         for t in threads:
             t.join()
         return count / (time.perf_counter() - started), latencies
-    finally:
-        for producer in producers:
-            producer.shutdown()
 
 
 def grpc_official_async(endpoint: str) -> tuple[float, list[float]]:
     """GRPC_PRODUCERS producers fed from one thread with ``send_async``, GRPC_WINDOW in flight."""
-    from rocketmq import ClientConfiguration, Credentials
-    from rocketmq import Message as GrpcMessage
-    from rocketmq import Producer as GrpcProducer
-
-    topic = "BenchGrpc"
-    producers = [
-        GrpcProducer(ClientConfiguration(endpoint, Credentials(), request_timeout=10), (topic,))
-        for _ in range(GRPC_PRODUCERS)
-    ]
-    for producer in producers:
-        producer.startup()
     latencies: list[float] = []
     lock = threading.Lock()
     window = threading.Semaphore(GRPC_WINDOW)
@@ -375,15 +375,13 @@ def grpc_official_async(endpoint: str) -> tuple[float, list[float]]:
                 latencies.append(time.perf_counter() - t0)
         window.release()
 
-    try:
+    with grpc_producers(endpoint) as producers:
         started = time.perf_counter()
         deadline = started + PHASE_SECONDS
         i = 0
         while time.perf_counter() < deadline:
             window.acquire()
-            msg = GrpcMessage()
-            msg.topic = topic
-            msg.body = payload
+            msg = grpc_message(payload)
             t0 = time.perf_counter()
             future = producers[i % len(producers)].send_async(msg)
             future.add_done_callback(lambda f, t0=t0: done(t0, f))
@@ -391,9 +389,6 @@ def grpc_official_async(endpoint: str) -> tuple[float, list[float]]:
         for _ in range(GRPC_WINDOW):
             window.acquire()
         return len(latencies) / (time.perf_counter() - started), latencies
-    finally:
-        for producer in producers:
-            producer.shutdown()
 
 
 async def rss_with_queues(broker: BrokerProcess) -> tuple[float, float]:

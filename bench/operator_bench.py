@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import Row
+from bench import Row, cpu_seconds
 
 NAME = "operator"
 GROUPS = int(os.environ.get("OPERATOR_BENCH_GROUPS", "100"))
@@ -169,12 +169,6 @@ def proc_memory(pid: int) -> tuple[float, float]:
             if key in ("VmRSS", "VmHWM"):
                 values[key] = int(rest.split()[0]) / 1024
     return values["VmRSS"], values["VmHWM"]
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -391,9 +385,9 @@ async def _main() -> list[Row]:
 
                     tasks.append(asyncio.create_task(sample()))
                     await asyncio.sleep(5)
-                    cpu0, t0 = proc_cpu_seconds(operator.pid), time.monotonic()
+                    cpu0, t0 = cpu_seconds([operator.pid]), time.monotonic()
                     await asyncio.sleep(10)
-                    idle_cpu = (proc_cpu_seconds(operator.pid) - cpu0) / (time.monotonic() - t0)
+                    idle_cpu = (cpu_seconds([operator.pid]) - cpu0) / (time.monotonic() - t0)
                     rss_idle = proc_memory(operator.pid)[0]
 
                     master = dict.fromkeys((group_name(g) for g in range(GROUPS)), 0)
@@ -429,7 +423,7 @@ async def _main() -> list[Row]:
                         await lines.ask({"revive": [group_name(g) for g in groups]}, 300)
                         await asyncio.sleep(3.0)
                     rss_end, hwm = proc_memory(operator.pid)
-                    cpu_total = proc_cpu_seconds(operator.pid)
+                    cpu_total = cpu_seconds([operator.pid])
                     await asyncio.sleep(0.5)
                 finally:
                     for t in tasks:

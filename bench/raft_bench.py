@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from bench import Row
+from bench import Row, cpu_seconds
 from mqcluster.raft.client import RaftClient
 from mqcluster.raft.localgroup import LocalGroup
 
@@ -90,22 +89,6 @@ def fsync_bandwidth(directory: Path, seconds: float = 1.0) -> float:
     finally:
         os.close(fd)
         path.unlink()
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User+system CPU time used so far by these processes (Linux /proc)."""
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu() -> float:
-    """CPU time of this (the client's) process so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def percentile(samples: list[float], p: float) -> float:
@@ -225,11 +208,12 @@ async def measure(root: Path) -> list[Row]:
             replicas_before = replica_fsync_probe(root)
             before = await leader_stats(client)
             leader_pid = group.procs[client.leader or ""].pid
-            cpu0, leader_cpu0, own_cpu0 = cpu_seconds(pids), cpu_seconds([leader_pid]), own_cpu()
+            everyone = [*pids, os.getpid()]  # the servers and this client
+            cpu0, leader_cpu0 = cpu_seconds(everyone), cpu_seconds([leader_pid])
             t0 = time.monotonic()
             lat = await paced_latency(client, 1000, SECONDS)
             wall = time.monotonic() - t0
-            busy = (cpu_seconds(pids) - cpu0 + own_cpu() - own_cpu0) / wall
+            busy = (cpu_seconds(everyone) - cpu0) / wall
             leader_busy = (cpu_seconds([leader_pid]) - leader_cpu0) / wall
             after = await leader_stats(client)
             _, around_after = fsync_probe(root, 0.5)

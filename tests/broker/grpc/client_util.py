@@ -36,8 +36,8 @@ def give_thread_an_event_loop() -> None:
 
 
 def client_config(address: str) -> ClientConfiguration:
-    give_thread_an_event_loop()
     """Plaintext: a bare ``host:port`` endpoint and the clients' default ``tls_enable=False``."""
+    give_thread_an_event_loop()
     return ClientConfiguration(address, Credentials(), request_timeout=5)
 
 
