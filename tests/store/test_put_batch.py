@@ -52,6 +52,26 @@ async def test_same_records_as_put_messages(store_factory: StoreFactory, tmp_pat
         assert x.commitlog_offset == y.commitlog_offset and x.body_crc == y.body_crc
 
 
+async def test_a_batch_of_more_records_than_one_pwritev_takes(
+    store_factory: StoreFactory, tmp_path: Path
+) -> None:
+    """Two buffers per record: 700 records need more than the 1,024 iovecs of one call."""
+    stores: list[MessageStore] = []
+    for name in ("batch", "records"):
+        store = store_factory(tmp_path / name, mappedFileSizeCommitLog=1 << 20)
+        await store.start()
+        stores.append(store)
+    batch = [rec(i, size=10) for i in range(700)]
+    for r in batch:
+        r.born_timestamp = 1_000
+    got = await stores[0].put_batch(_raw(batch))
+    want = await stores[1].put_messages(batch)
+    assert got.status is PutStatus.PUT_OK
+    assert got.commitlog_offsets == [r.commitlog_offset for r in want]
+    end = got.next_commitlog_offset
+    assert stores[0]._commitlog.read(0, end) == stores[1]._commitlog.read(0, end)
+
+
 async def test_one_bad_message_refuses_the_batch(store_factory: StoreFactory) -> None:
     store = store_factory(maxPropertiesSize=64)
     await store.start()

@@ -64,6 +64,12 @@ class SendOutcome:
         return self.code == BrokerResponseCode.SUCCESS
 
 
+def _tags_codes(tags: list[str | None]) -> list[int]:
+    if not any(tags):
+        return [0] * len(tags)
+    return [tags_code(t) if t else 0 for t in tags]
+
+
 def _reject(code: int, remark: str) -> SendOutcome:
     return SendOutcome(code=code, remark=remark)
 
@@ -141,7 +147,7 @@ class SendService:
         store = self.ctx.store
         batch = RawBatch(
             req.topic, queue_id, req.born_host, req.born_timestamp or int(time.time() * 1000),
-            raw.bodies, raw.properties, [tags_code(t) if t else 0 for t in raw.tags], raw.flags,
+            raw.bodies, raw.properties, _tags_codes(raw.tags), raw.flags,
             req.sys_flag, req.reconsume_times,
         )  # fmt: skip
         started = time.perf_counter()
@@ -160,7 +166,7 @@ class SendService:
             if not status.stored:
                 return _reject(code, result.remark or f"store answered {status.value}")
         prefix = offset_msg_id(store.config.storeHost, 0)[:-16]
-        ids = [prefix + off.to_bytes(8, "big").hex().upper() for off in result.commitlog_offsets]
+        ids = [f"{prefix}{off:016X}" for off in result.commitlog_offsets]
         remark = None if code == BrokerResponseCode.SUCCESS else f"store answered {status.value}"
         return SendOutcome(code, remark, queue_id, [], result.queue_offset, ids)
 

@@ -110,19 +110,32 @@ def check_batch(
     return EncodedBatch(batch, born + store, topic, sizes), None
 
 
-def encode_record(
-    enc: EncodedBatch, i: int, queue_offset: int, physical: int, store_timestamp: int
-) -> bytes:
-    """Record ``i`` of the batch at its position (same layout as ``codec.encode``)."""
+def encode_records(
+    enc: EncodedBatch, start: int, stop: int, first_queue_offset: int,
+    physical_offsets: list[int], store_timestamp: int,
+) -> list[bytes]:
+    """Records ``start..stop-1`` of the batch at ``physical_offsets`` (one per record), with
+    queue offsets from ``first_queue_offset``; two buffers per record (CRC prefix, tail),
+    to be written with one ``pwritev``. Same layout as ``codec.encode``."""
     b = enc.batch
-    body, props = b.bodies[i], b.properties[i]
-    tail = b"".join(
-        (
-            TAIL_FIXED.pack(
-                b.queue_id, b.flags[i], queue_offset, physical, b.sys_flag, b.born_timestamp,
-                store_timestamp, b.reconsume_times, 0,
-            ),
-            enc.hosts, I32.pack(len(body)), body, enc.topic_field, I16.pack(len(props)), props,
-        )
-    )  # fmt: skip
-    return CRC_PREFIX.pack(enc.sizes[i], MESSAGE_MAGIC, zlib.crc32(tail)) + tail
+    queue_id, sys_flag, born_ts = b.queue_id, b.sys_flag, b.born_timestamp
+    reconsume, hosts, topic = b.reconsume_times, enc.hosts, enc.topic_field
+    pack_fixed, pack_prefix = TAIL_FIXED.pack, CRC_PREFIX.pack
+    pack_i32, pack_i16 = I32.pack, I16.pack
+    crc32, join = zlib.crc32, b"".join
+    out: list[bytes] = []
+    append = out.append
+    queue_offset = first_queue_offset
+    for size, body, props, flag, physical in zip(
+        enc.sizes[start:stop], b.bodies[start:stop], b.properties[start:stop],
+        b.flags[start:stop], physical_offsets, strict=True,
+    ):
+        tail = join((
+            pack_fixed(queue_id, flag, queue_offset, physical, sys_flag, born_ts,
+                       store_timestamp, reconsume, 0),
+            hosts, pack_i32(len(body)), body, topic, pack_i16(len(props)), props,
+        ))
+        append(pack_prefix(size, MESSAGE_MAGIC, crc32(tail)))
+        append(tail)
+        queue_offset += 1
+    return out

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from mqcluster.store import codec
-from mqcluster.store.batch import EncodedBatch, encode_record
+from mqcluster.store.batch import EncodedBatch, encode_records
 from mqcluster.store.codec import (
     END_FILE_MIN_BLANK_LENGTH,
     NO_QUEUE_OFFSET_TYPES,
@@ -22,7 +24,7 @@ from mqcluster.store.codec import (
 from mqcluster.store.filter import tags_code
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.scanner import scan
-from mqcluster.store.segment import SegmentedFile
+from mqcluster.store.segment import SegmentedFile, SegmentError
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,18 @@ class Appended:
 
 
 @dataclass(slots=True)
+class QueueRun:
+    """Consecutive messages of one queue: message ``i`` has queue offset ``first + i``."""
+
+    topic: str
+    queue_id: int
+    first: int
+    offsets: list[int]
+    sizes: list[int]
+    tags_codes: list[int]
+
+
+@dataclass(slots=True)
 class AppendedBatch:
     """The consume-queue entries of one local append of ``[start, end)``.
 
@@ -55,6 +69,12 @@ class AppendedBatch:
     end: int
     entries: list[CqEntryOf]
     store_timestamp: int
+    run: QueueRun | None = None
+    """A producer batch's entries in compact form (then ``entries`` is empty)."""
+
+    @property
+    def count(self) -> int:
+        return len(self.run.offsets) if self.run is not None else len(self.entries)
 
 
 @dataclass
@@ -140,28 +160,31 @@ class CommitLog:
                       first: int) -> tuple[int, list[int]]:
         batch_start = self.max_offset
         seg = self.files.writable_segment(batch_start)
-        buf = bytearray()
         b = enc.batch
-        topic, queue_id = b.topic, b.queue_id
+        sizes = enc.sizes
+        ends = list(accumulate(sizes))  # end of message i, relative to the batch's start
+        starts = [0, *ends[:-1]]
         offsets: list[int] = []
-        entries: list[CqEntryOf] = []
-        for i, (size, code) in enumerate(zip(enc.sizes, b.tags_codes, strict=True)):
-            used = seg.write_pos + len(buf)
-            if used + size + END_FILE_MIN_BLANK_LENGTH > seg.size:
-                buf += codec.encode_blank(seg.size - used)
-                seg.append(buf)
-                buf = bytearray()
+        i, n = 0, len(sizes)
+        while i < n:
+            room = seg.size - seg.write_pos - END_FILE_MIN_BLANK_LENGTH
+            stop = bisect_right(ends, starts[i] + room, i)  # messages i..stop-1 fit here
+            if stop == i:
+                if seg.write_pos == 0:
+                    raise SegmentError(f"a {sizes[i]} byte message does not fit a segment")
+                seg.append(codec.encode_blank(seg.size - seg.write_pos))
                 seg = self.files.create(seg.limit)
-                used = 0
-            physical = seg.start + used
-            buf += encode_record(enc, i, first + i, physical, store_timestamp)
-            offsets.append(physical)
-            entries.append((topic, queue_id, first + i, physical, size, code))
-        seg.append(buf)
-        self.queue_offsets[(topic, queue_id)] = first + len(offsets)
+                continue
+            shift = seg.start + seg.write_pos - starts[i]
+            placed = [shift + start for start in starts[i:stop]]
+            seg.append_parts(encode_records(enc, i, stop, first + i, placed, store_timestamp))
+            offsets += placed
+            i = stop
+        self.queue_offsets[(b.topic, b.queue_id)] = first + n
         self.last_store_timestamp = store_timestamp
         self._table_scanned_to = self.max_offset
-        self._remember(AppendedBatch(batch_start, self.max_offset, entries, store_timestamp))
+        run = QueueRun(b.topic, b.queue_id, first, offsets, sizes, b.tags_codes)
+        self._remember(AppendedBatch(batch_start, self.max_offset, [], store_timestamp, run))
         return first, offsets
 
     def _append(self, batch: Sequence[EncodedParts], store_timestamp: int,
@@ -206,7 +229,7 @@ class CommitLog:
 
     def _remember(self, batch: AppendedBatch) -> None:
         self.recent.append(batch)
-        self._recent_entries += len(batch.entries)
+        self._recent_entries += batch.count
         while self._recent_entries > RECENT_ENTRIES and len(self.recent) > 1:
             self.take_recent()
 
@@ -218,7 +241,7 @@ class CommitLog:
 
     def take_recent(self) -> AppendedBatch:
         batch = self.recent.popleft()
-        self._recent_entries -= len(batch.entries)
+        self._recent_entries -= batch.count
         return batch
 
     def forget_recent(self) -> None:

@@ -99,6 +99,16 @@ class ConsumeQueue:
         Entries already present are skipped (re-dispatch after recovery); a gap is filled
         with blank entries and logged. Returns the number of entries added.
         """
+        if isinstance(entries, list) and entries and not self.files.empty:
+            first, last = entries[0][0], entries[-1][0]
+            if first == self.max_offset and last == first + len(entries) - 1:
+                # The usual case: the next entries, in order, no gap (queue offsets of
+                # one queue only grow, so matching ends leave no room for a gap).
+                pack = UNIT.pack
+                self._write(b"".join([pack(o, s, c) for _, o, s, c in entries]))
+                _, cl_offset, size, _ = entries[-1]
+                self.max_physical_end = cl_offset + size
+                return len(entries)
         buf = bytearray()
         expected = self.max_offset
         added = 0

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from mqcluster.store.codec import RecordKind, consumes_queue_offset
-from mqcluster.store.commitlog import CommitLog, CqEntryOf
+from mqcluster.store.commitlog import CommitLog, CqEntryOf, QueueRun
 from mqcluster.store.consume_queue import ConsumeQueue
 from mqcluster.store.consume_queue_store import ConsumeQueueStore
 from mqcluster.store.scanner import scan
@@ -42,7 +42,10 @@ class Dispatcher:
             head = cl.next_recent(pos)
             if head is not None and head.start == pos and head.end <= limit:
                 cl.take_recent()
-                self._take(head.entries, pending)
+                if head.run is not None:
+                    self._take_run(head.run, pending)
+                else:
+                    self._take(head.entries, pending)
                 self.last_store_timestamp = head.store_timestamp
                 pos = head.end
                 continue
@@ -72,6 +75,13 @@ class Dispatcher:
                 last_key = (topic, queue_id)
                 bucket = pending.setdefault(queues.find_or_create(topic, queue_id), [])
             bucket.append((queue_offset, offset, size, code))
+
+    def _take_run(self, run: QueueRun, pending: dict[ConsumeQueue, list[Entry]]) -> None:
+        cq = self.queues.find_or_create(run.topic, run.queue_id)
+        first = run.first
+        pending.setdefault(cq, []).extend(
+            zip(range(first, first + len(run.offsets)), run.offsets, run.sizes, run.tags_codes,
+                strict=True))
 
     def _scan(self, pos: int, limit: int, budget_end: int,
               pending: dict[ConsumeQueue, list[Entry]]) -> tuple[int, bool]:

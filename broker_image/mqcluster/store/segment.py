@@ -25,6 +25,10 @@ def segment_name(offset: int) -> str:
     return f"{offset:0{NAME_WIDTH}d}"
 
 
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
+"""Buffers per ``pwritev`` call."""
+
+
 class SegmentError(RuntimeError):
     pass
 
@@ -69,6 +73,21 @@ class Segment:
             raise SegmentError(f"{self.path}: append past the end of the segment")
         self.write(self.write_pos, data)
         self.write_pos += len(data)
+
+    def append_parts(self, parts: list[bytes]) -> None:
+        """Append the concatenation of ``parts`` with as few ``pwritev`` calls as it takes."""
+        total = sum(map(len, parts))
+        if self.write_pos + total > self.size:
+            raise SegmentError(f"{self.path}: append past the end of the segment")
+        pos = self.write_pos
+        for i in range(0, len(parts), _IOV_MAX):
+            chunk = parts[i : i + _IOV_MAX]
+            want = sum(map(len, chunk))
+            n = os.pwritev(self.fd, chunk, pos)
+            if n < want:  # a short write: the rest the plain way
+                self.write(pos + n, b"".join(chunk)[n:])
+            pos += want
+        self.write_pos = pos
 
     def read(self, pos: int, length: int) -> bytes:
         length = max(0, min(length, self.size - pos))
