@@ -40,7 +40,10 @@ def run_chaos(seed: int, size: int) -> ChaosResult:
     reconfigure = size >= 5 and rng.random() < 0.4
     membership = Membership(voters=ids[:3], learners=ids[3:]) if reconfigure else None
     config = RaftConfig(learner_catch_up_gap=10)
-    sim = Simulation(ids, seed, config=config, faults=faults, membership=membership)
+    # Half the runs leave the leader's fsync behind its writes, as the runner does.
+    behind = rng.random() < 0.5
+    sim = Simulation(ids, seed, config=config, faults=faults, membership=membership,
+                     leader_sync_behind=behind)
     counter = 0
     while sim.now < CHAOS_SECONDS:
         roll = rng.random()
@@ -122,6 +125,15 @@ def _change_membership(sim: Simulation, leader: SimNode, rng: random.Random) -> 
                 leader.raft.remove_member(rng.choice(removable))
         elif outsiders:
             node_id = rng.choice(outsiders)
+            # Seed 003's procedure: clear a removed node and add it back, but only once
+            # every member has applied its removal. A member still counting it as a voter
+            # (e.g. one partitioned through several changes) could otherwise win an
+            # election with the blank node's vote and without the committed entries.
+            if any(
+                node_id in sim.membership_view(other).voters
+                for other in sim.nodes if other != node_id
+            ):
+                return
             leader.raft.add_learner(node_id)
             joined = Membership(voters=current.voters, learners=[*current.learners, node_id])
             sim.wipe(node_id, joined)

@@ -2,9 +2,12 @@
 
 The network delays (so also reorders), drops, duplicates and partitions messages;
 nodes crash and restart from their durable state only (hard state, persisted
-entries, snapshot). Everything is driven by one seeded ``random.Random``. The
-checker records the safety properties as the run goes and raises
-``SafetyViolation`` at the first breach.
+entries, snapshot). With ``leader_sync_behind`` a leader's new entries are only
+written when it advances (``entries_durable=False``); a simulated fsync makes
+them durable a little later, and a crash before it keeps a random prefix of them
+(what the page cache happened to write back). Everything is driven by one
+seeded ``random.Random``. The checker records the safety properties as the run
+goes and raises ``SafetyViolation`` at the first breach.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class SimNode:
     durable: Durable
     sm: StateMachine
     alive: bool = True
+    written: list[Entry] = field(default_factory=list)  # a leader's entries awaiting fsync
 
 
 @dataclass
@@ -160,8 +164,10 @@ class Simulation:
         config: RaftConfig | None = None,
         faults: NetworkFaults | None = None,
         membership: Membership | None = None,
+        leader_sync_behind: bool = False,
     ) -> None:
         self.rng = random.Random(seed)
+        self.leader_sync_behind = leader_sync_behind
         self.config = config or RaftConfig()
         self.faults = faults or NetworkFaults()
         self.membership = membership or Membership(voters=list(node_ids), learners=[])
@@ -172,6 +178,7 @@ class Simulation:
         self._queue: list[tuple[float, int, str, Message | None]] = []
         self._seq = 0
         self._epoch: dict[str, int] = {}  # bumps on crash so stale ticks die
+        self._started_with: dict[str, Membership] = {}  # members added after the start
         self.delivered = 0
         for node_id in node_ids:
             self.nodes[node_id] = self._boot(node_id, Durable(), StateMachine())
@@ -182,7 +189,7 @@ class Simulation:
         raft = RaftNode(
             node_id,
             self.config,
-            self.membership,
+            self._started_with.get(node_id, self.membership),
             hard_state=HardState(durable.hard_state.term, durable.hard_state.voted_for),
             snapshot=durable.snapshot,
             entries=list(durable.entries),
@@ -197,9 +204,9 @@ class Simulation:
         return node
 
     def add_node(self, node_id: str, membership: Membership) -> SimNode:
-        saved, self.membership = self.membership, membership
+        # Restarts use the same start-up membership, as a process restarts with its flags.
+        self._started_with[node_id] = membership
         node = self._boot(node_id, Durable(), StateMachine())
-        self.membership = saved
         self.nodes[node_id] = node
         return node
 
@@ -212,6 +219,10 @@ class Simulation:
         node = self.nodes[node_id]
         node.alive = False
         self._epoch[node_id] += 1
+        if node.written:
+            kept = self.rng.randint(0, len(node.written))
+            node.written = node.written[:kept]
+            self._sync_written(node)
 
     def restart(self, node_id: str) -> None:
         node = self.nodes[node_id]
@@ -219,6 +230,24 @@ class Simulation:
         if node.durable.snapshot is not None:
             sm.restore(node.durable.snapshot.data)
         self.nodes[node_id] = self._boot(node_id, node.durable, sm)
+
+    def membership_view(self, node_id: str) -> Membership:
+        """The membership ``node_id`` acts on: live, its current one; dead, the one it
+        would restart with (from its durable log)."""
+        node = self.nodes[node_id]
+        if node.alive:
+            return node.raft.membership
+        durable = node.durable
+        return RaftNode(
+            node_id,
+            self.config,
+            self._started_with.get(node_id, self.membership),
+            hard_state=durable.hard_state,
+            snapshot=durable.snapshot,
+            entries=list(durable.entries),
+            rng=random.Random(0),
+            now=self.now,
+        ).membership
 
     # ---------------------------------------------------------------- network
 
@@ -265,6 +294,15 @@ class Simulation:
                 self.delivered += 1
                 node.raft.step(msg, at)
                 self.drain(node)
+            elif kind.startswith("fsync:"):
+                _, node_id, epoch, index, term = kind.split(":")
+                node = self.nodes[node_id]
+                if not node.alive or int(epoch) != self._epoch[node_id]:
+                    continue
+                if node.raft.role == Role.LEADER and node.raft.term == int(term):
+                    self._sync_written(node, int(index))
+                    node.raft.entries_persisted(int(index), int(term))
+                    self.drain(node)
             else:
                 _, node_id, epoch = kind.split(":")
                 node = self.nodes[node_id]
@@ -283,7 +321,15 @@ class Simulation:
             self.checker.became_leader(node)
         while raft.has_ready():
             rd = raft.ready()
-            self._persist(node, rd)
+            behind = self.leader_sync_behind and self._may_write_behind(rd)
+            if behind:
+                node.written.extend(rd.entries)
+                index = rd.entries[-1].index
+                delay = self.rng.random() * 0.004
+                epoch = self._epoch[node.node_id]
+                self._schedule(self.now + delay, f"fsync:{node.node_id}:{epoch}:{index}:{rd.term}")
+            else:
+                self._persist(node, rd)
             for msg in rd.messages:
                 self._send(msg)
             for entry in rd.committed:
@@ -291,10 +337,31 @@ class Simulation:
                     continue
                 node.sm.apply(entry)
                 self.checker.applied(node, entry)
-            raft.advance(rd)
+            raft.advance(rd, entries_durable=not behind)
             self.checker.saw_role(node)
 
+    @staticmethod
+    def _may_write_behind(rd: Ready) -> bool:
+        """What the runner leaves to a later fsync: a leader's plain entry appends."""
+        return (
+            rd.role == Role.LEADER and bool(rd.entries) and rd.hard_state is None
+            and rd.snapshot is None and rd.truncate_from is None and rd.compacted_to is None
+        )  # fmt: skip
+
+    def _sync_written(self, node: SimNode, upto: int | None = None) -> None:
+        """Written entries (up to ``upto``) become durable, as an fsync makes them."""
+        keep = [e for e in node.written if upto is not None and e.index > upto]
+        for entry in node.written[: len(node.written) - len(keep)]:
+            if entry.index != node.durable.last_index() + 1:
+                raise SafetyViolation(
+                    f"{node.node_id}: synced {entry.index} after {node.durable.last_index()}"
+                )
+            node.durable.entries.append(entry)
+        node.written = keep
+
     def _persist(self, node: SimNode, rd: Ready) -> None:
+        # An fsync of the log makes everything written before it durable too.
+        self._sync_written(node)
         durable = node.durable
         if rd.hard_state is not None:
             durable.hard_state = HardState(rd.hard_state.term, rd.hard_state.voted_for)

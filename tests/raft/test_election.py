@@ -10,7 +10,7 @@ from mqcluster.raft.types import (
     VoteResponse,
     VoteResponseCode,
 )
-from tests.raft.helpers import CONFIG, elect, entries_with_terms, new_node, one, only, sent
+from tests.raft.helpers import CONFIG, elect, entries_with_terms, new_node, one, only, sent, take
 
 Code = VoteResponseCode
 
@@ -39,6 +39,24 @@ def test_first_round_campaigns_at_term_one_and_votes_for_itself() -> None:
     requests = only(rd.messages, VoteRequest)
     assert sorted(m.dst for m in requests) == ["b", "c"]
     assert all(m.term == 1 for m in requests)
+
+
+def test_restarted_member_that_voted_for_itself_campaigns_in_a_new_term() -> None:
+    """It may have led that term with entries it wrote but had not fsync'd when it
+    stopped; leading the term again could put another entry at the same index and term."""
+    node = new_node("a", term=4, voted_for="a")
+    node.tick(0.0)
+    node.tick(1.0)
+    requests = only(take(node).messages, VoteRequest)
+    assert requests and {r.term for r in requests} == {5}
+
+
+def test_restarted_member_that_voted_for_another_revotes_in_its_term() -> None:
+    node = new_node("a", term=4, voted_for="b")
+    node.tick(0.0)
+    node.tick(1.0)
+    requests = only(take(node).messages, VoteRequest)
+    assert requests and {r.term for r in requests} == {4}
 
 
 def test_vote_request_carries_ledger_end_index_and_term() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections.abc import AsyncIterator, Callable
@@ -306,7 +307,7 @@ async def test_disk_failure_stops_the_member(group: Group) -> None:
     leader = await group.leader()
     assert leader._log is not None
 
-    def full_disk(entries: object, records: object = None) -> None:
+    def full_disk(entries: object, records: object = None, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     leader._log.append = full_disk  # type: ignore[method-assign]
@@ -317,3 +318,21 @@ async def test_disk_failure_stops_the_member(group: Group) -> None:
     # The other two elect a new leader and carry on.
     other = await group.leader(exclude=leader.node_id)
     assert await other.propose(b"y") >= 1
+
+
+async def test_failed_fsync_behind_the_leaders_writes_stops_it(group: Group) -> None:
+    leader = await group.leader()
+    assert leader._log is not None and leader.options.leader_sync_behind
+
+    def failing_sync() -> None:
+        raise OSError(5, "Input/output error")
+
+    leader._log.sync = failing_sync  # type: ignore[method-assign]
+    # The followers' acks may commit the entry before the fsync fails, or not.
+    with contextlib.suppress(ProposalError):
+        await leader.propose(b"x")
+    await asyncio.wait_for(leader.wait_stopped(), 5)
+    assert isinstance(leader.failure, OSError)
+    other = await group.leader(exclude=leader.node_id)
+    assert await other.propose(b"y") >= 1
+

@@ -83,6 +83,57 @@ def test_leader_counts_its_own_entry_only_once_persisted() -> None:
     assert leader.commit_index == index
 
 
+def test_leader_writing_behind_commits_on_two_followers_before_its_own_fsync() -> None:
+    nodes = {n: new_node(n, voters=("a", "b", "c")) for n in "abc"}
+    elect(nodes, "a")
+    leader = nodes["a"]
+    leader.propose(b"x")
+    rd = leader.ready()
+    index = rd.entries[-1].index
+    leader.advance(rd, entries_durable=False)  # written, fsync still running
+    assert leader.match_index("a") < index
+    answers = exchange(nodes, [m for m in rd.messages if m.dst == "b"], 0.0)
+    for answer in answers:
+        leader.step(answer, 0.0)
+    assert leader.commit_index < index  # b alone is not a majority of three
+    answers = exchange(nodes, [m for m in rd.messages if m.dst == "c"], 0.0)
+    for answer in answers:
+        leader.step(answer, 0.0)
+    assert leader.commit_index == index  # b and c are
+    leader.entries_persisted(index, leader.term)
+    assert leader.match_index("a") == index
+
+
+def test_leader_writing_behind_counts_itself_once_the_fsync_reports() -> None:
+    nodes = {n: new_node(n, voters=("a", "b", "c")) for n in "abc"}
+    elect(nodes, "a")
+    leader = nodes["a"]
+    leader.propose(b"x")
+    rd = leader.ready()
+    index = rd.entries[-1].index
+    leader.advance(rd, entries_durable=False)
+    for answer in exchange(nodes, [m for m in rd.messages if m.dst == "b"], 0.0):
+        leader.step(answer, 0.0)
+    assert leader.commit_index < index
+    leader.entries_persisted(index, leader.term)
+    assert leader.commit_index == index  # the leader and b
+
+
+def test_a_late_fsync_report_of_an_older_leadership_is_ignored() -> None:
+    node = new_node("a", voters=("a",))
+    node.tick(0.0)
+    node.propose(b"x")
+    rd = node.ready()
+    index, term = rd.entries[-1].index, node.term
+    node.advance(rd, entries_durable=False)
+    assert node.commit_index < index
+    node.entries_persisted(index, term + 1)  # not this leadership's report
+    assert node.commit_index < index
+    node.entries_persisted(index + 5, term)  # never past what storage was handed
+    assert node.match_index("a") == index
+    assert node.commit_index == index
+
+
 def test_follower_commit_is_min_of_leader_commit_and_last_verified_index() -> None:
     # Follower holds stale entries 2..4 of term 1 that the leader's append does not cover.
     follower = new_node("b", term=2, entries=entries_with_terms(1, 1, 1, 1))

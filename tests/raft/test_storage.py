@@ -72,6 +72,50 @@ def test_one_fsync_per_appended_batch(tmp_path: Path, monkeypatch: pytest.Monkey
     log.close()
 
 
+def test_append_without_sync_leaves_the_fsync_to_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = RaftLog(tmp_path)
+    log.append(entries(1, 1))
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    log.append(entries(2, 50), sync=False)
+    log.append(entries(51, 60), sync=False)
+    assert calls == []
+    log.sync()  # one fsync covers both writes
+    assert len(calls) == 1
+    log = reopen(log)
+    assert log.last_index == 60
+    log.close()
+
+
+def test_a_segment_switch_fsyncs_the_old_tail_written_without_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = RaftLog(tmp_path, segment_bytes=200)
+    log.append(entries(1, 10), sync=False)  # fills the first segment
+    synced: list[int] = []
+    real = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    first = segment_files(tmp_path)[0]
+    log.append(entries(11, 12), sync=False)  # opens a second segment
+    assert len(segment_files(tmp_path)) == 2
+    assert first.stat().st_ino in synced  # before its descriptor was closed
+    log.close()
+    log.sync()  # nothing to do once closed
+
+
 def test_append_of_given_records_writes_them_as_is(tmp_path: Path) -> None:
     a, b = RaftLog(tmp_path / "a"), RaftLog(tmp_path / "b")
     batches = [entries(1, 3), [*entries(4, 6, term=2), Entry(7, 2, EntryType.NOOP, b"")]]

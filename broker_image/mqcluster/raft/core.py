@@ -145,9 +145,14 @@ class RaftNode:
         # candidate
         self._next_time_to_request_vote = now
         self._need_increase_term_immediately = False
-        # Term 0 means "no election yet": the first round already uses term 1.
+        # Term 0 means "no election yet": the first round already uses term 1. A member
+        # that voted for itself may have led that term with entries it wrote but had not
+        # fsync'd when it stopped: leading the same term again could give another entry
+        # the same index and term, so it campaigns in a new term (where DLedger would revote).
         self._last_parse_result = (
-            VoteParseResult.WAIT_TO_VOTE_NEXT if self._term == 0 else VoteParseResult.WAIT_TO_REVOTE
+            VoteParseResult.WAIT_TO_VOTE_NEXT
+            if self._term == 0 or self._voted_for == node_id
+            else VoteParseResult.WAIT_TO_REVOTE
         )
         self._known_max_term_in_group = self._term
         self._vote_round: _VoteRound | None = None
@@ -397,15 +402,29 @@ class RaftNode:
         self._outstanding = True
         return rd
 
-    def advance(self, ready: Ready) -> None:
+    def advance(self, ready: Ready, *, entries_durable: bool = True) -> None:
+        """``ready`` is done. A leader may pass ``entries_durable=False`` for a Ready
+        without hard state, snapshot or truncation whose entries are written but not yet
+        fsync'd; it then reports them with ``entries_persisted`` once they are."""
         self._outstanding = False
         persisted = self._log.persisted
         if ready.snapshot is not None:
             persisted = max(persisted, ready.snapshot.meta.index)
-        if ready.entries:
+        if ready.entries and entries_durable:
             persisted = max(persisted, ready.entries[-1].index)
         self._log.persisted = min(persisted, self._log.handed)
         if self._role == Role.LEADER:
+            self._maybe_commit()
+
+    def entries_persisted(self, index: int, term: int) -> None:
+        """A leader's entries up to ``index``, written in ``term``, are now durable.
+
+        Ignored once this member left that leadership: a leader never truncates its
+        own log, but a follower may have replaced those entries since."""
+        if self._role != Role.LEADER or term != self._term:
+            return
+        if index > self._log.persisted:
+            self._log.persisted = min(index, self._log.handed)
             self._maybe_commit()
 
     # ------------------------------------------------------------------ roles

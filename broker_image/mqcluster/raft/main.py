@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-inflight-appends", type=int, default=defaults.max_inflight_appends)
     p.add_argument("--switch-interval", type=float, default=0.0005,
                    help="sys.setswitchinterval (GIL hand-over), seconds")
+    p.add_argument("--leader-fsync", choices=("behind", "inline"), default="behind",
+                   help="a leader fsyncs its writes in the I/O thread while it serves "
+                        "(behind), or on the loop before it goes on (inline)")
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -53,7 +56,9 @@ async def serve(args: argparse.Namespace) -> int:
     )
     runner = RaftRunner(
         args.id, peers, args.store, values, config,
-        options=RunnerOptions(snapshot_every=args.snapshot_every),
+        options=RunnerOptions(
+            snapshot_every=args.snapshot_every, leader_sync_behind=args.leader_fsync == "behind"
+        ),
     )
     ValueLogService(runner, values).register(runner.registry)
     await runner.start()

@@ -13,11 +13,14 @@ directly too (the core allows it while a Ready is out); both wake the driver.
 Proposals are queued and handed to the core as one batch per driver round, so
 concurrent callers share appends and fsyncs.
 
-Two departures from the plain Ready order, both safe: a leader sends its
-AppendRequests before its own fsync completes (it counts itself towards a
-commit only after ``advance``), and committed entries are applied as soon as
-the core reports them committed, not after the next fsync (they are durable on
-a majority; the state machine is rebuilt from disk after a crash).
+Departures from the plain Ready order, all safe (Raft thesis 10.2.1): a leader
+sends its AppendRequests before its own fsync; it writes its new entries on the
+loop and leaves their fsync to the I/O thread (``RunnerOptions.leader_sync_behind``),
+so followers' acks are served, and can commit, while the leader's disk is busy; it
+counts itself towards a commit only once that fsync reports back
+(``RaftNode.entries_persisted``). Committed entries are applied as soon as the
+core reports them committed, not after the next fsync (they are durable on a
+majority; the state machine is rebuilt from disk after a crash).
 
 Embedding (e.g. the controller), sharing the process's registry and server::
 
@@ -150,6 +153,9 @@ class RunnerOptions:
     # new entries at once then, see ``RaftNode.take_leader_pushes``).
     # 0 = always the I/O thread.
     inline_persist_below: float = 0.002
+    # A leader writes its entries on the loop and fsyncs them in the I/O thread while it
+    # goes on serving: followers' acks commit without waiting for the leader's disk.
+    leader_sync_behind: bool = True
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -323,6 +329,9 @@ class RaftRunner:
         # True while a leader's Ready without hard state is persisted in the I/O
         # thread: new pushes go out at once instead of after that fsync.
         self._push_early = False
+        self._sync_wanted = 0  # highest leader entry written and waiting for an fsync
+        self._sync_term = 0
+        self._syncing: asyncio.Future[float] | None = None  # the leader's fsync in flight
         self.stats = RunnerStats()
         self._stop_task: asyncio.Task[None] | None = None
 
@@ -383,6 +392,9 @@ class RaftRunner:
             await self._server.stop()
         if self._client is not None:
             await self._client.close()
+        if self._syncing is not None:
+            with contextlib.suppress(Exception):
+                await self._syncing
         if self._log is not None:
             self._log.close()
         self._io.shutdown(wait=False)
@@ -507,8 +519,10 @@ class RaftRunner:
                 self._take_proposals()
                 while not self._stopping and node.has_ready():
                     rd = node.ready()
-                    await self._handle(rd, loop)
-                    node.advance(rd)
+                    durable = await self._handle(rd, loop)
+                    node.advance(rd, entries_durable=durable)
+                    if not durable:
+                        self._sync_later(rd.entries[-1].index, rd.term, loop)
                     self._take_proposals()
                     await self._maybe_snapshot()
         except Exception as exc:
@@ -521,8 +535,9 @@ class RaftRunner:
         self._fail_all(ProposalError(f"raft runner failed: {exc!r}"))
         self._stop_task = asyncio.get_running_loop().create_task(self.stop())
 
-    async def _handle(self, rd: Ready, loop: asyncio.AbstractEventLoop) -> None:
-        """Persist, send and apply one Ready (``advance`` is the caller's)."""
+    async def _handle(self, rd: Ready, loop: asyncio.AbstractEventLoop) -> bool:
+        """Persist, send and apply one Ready (``advance`` is the caller's); False if its
+        entries are written but their fsync is left to ``_sync_later``."""
         stats = self.stats
         stats.readies += 1
         self._handed_commit = max(self._handed_commit, rd.commit_index)
@@ -553,6 +568,15 @@ class RaftRunner:
                 messages = [m for m in messages if not isinstance(m, _LEADER_PUSH)]
             t0 = time.perf_counter()
             leading = rd.role == Role.LEADER and rd.hard_state is None and rd.snapshot is None
+            if (self.options.leader_sync_behind and leading and rd.entries
+                    and rd.truncate_from is None and rd.compacted_to is None):
+                assert self._log is not None
+                self._log.append(rd.entries, records, sync=False)
+                stats.persisted_entries += len(rd.entries)
+                self._send(messages)
+                self._apply(committed)
+                self._observe(rd)
+                return False
             if rd.snapshot is None and self._persist_ewma < self.options.inline_persist_below:
                 self._persist(rd, records)
                 stats.inline_persists += 1
@@ -570,6 +594,43 @@ class RaftRunner:
         self._send(messages)
         self._apply(committed)
         self._observe(rd)
+        return True
+
+    def _sync_later(self, index: int, term: int, loop: asyncio.AbstractEventLoop) -> None:
+        """fsync a leader's written entries in the I/O thread, one fsync at a time, while
+        the loop goes on serving: acks from followers commit without the leader's copy
+        (Raft thesis 10.2.1), and the leader counts itself once this fsync is done."""
+        self._sync_wanted = max(self._sync_wanted, index)
+        self._sync_term = term
+        if self._syncing is not None or self._stopping:
+            return
+        target, term = self._sync_wanted, self._sync_term
+        self._syncing = fut = loop.run_in_executor(self._io, self._timed_sync)
+
+        def done(f: asyncio.Future[float]) -> None:
+            self._syncing = None
+            if f.cancelled() or self._stopping:
+                return
+            exc = f.exception()
+            if exc is not None:
+                self._crash("raft fsync", exc if isinstance(exc, Exception) else OSError(exc))
+                return
+            self.stats.persists += 1
+            self.stats.persist_seconds += f.result()
+            if self._node is not None:
+                self._node.entries_persisted(target, term)
+                self._apply_ahead()
+                self._wake.set()
+            if self._sync_wanted > target:
+                self._sync_later(self._sync_wanted, self._sync_term, loop)
+
+        fut.add_done_callback(done)
+
+    def _timed_sync(self) -> float:
+        assert self._log is not None
+        t0 = time.perf_counter()
+        self._log.sync()
+        return time.perf_counter() - t0
 
     def _persist(self, rd: Ready, records: bytes | None) -> None:
         """On the loop or in the I/O thread: everything here must be durable before sending."""

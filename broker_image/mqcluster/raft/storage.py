@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import struct
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Sequence
@@ -96,6 +97,8 @@ class RaftLog:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._segments: list[_Segment] = []
         self._fd: int | None = None
+        self._unsynced = False  # appended with sync=False and not synced since
+        self._fd_lock = threading.Lock()
         self._snapshot_index = 0
         self._snapshot_term = 0
         self._hard_state = HardState(term=0, voted_for=None)
@@ -176,9 +179,16 @@ class RaftLog:
         return seg
 
     def _open_tail(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
+        self._close_fd()
+        self._fd = fd
+
+    def _close_fd(self) -> None:
+        # Under the lock: ``sync`` in another thread duplicates the descriptor first.
+        with self._fd_lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     # ------------------------------------------------------------------ queries
 
@@ -253,8 +263,11 @@ class RaftLog:
         atomic_write(self.root / "hardstate", fmt.encode_hard_state(hs))
         self._hard_state = hs
 
-    def append(self, entries: Sequence[Entry], records: bytes | None = None) -> None:
-        """Append contiguous entries and fsync once.
+    def append(
+        self, entries: Sequence[Entry], records: bytes | None = None, *, sync: bool = True
+    ) -> None:
+        """Append contiguous entries and fsync once (``sync=False``: the caller calls
+        ``sync()`` later, e.g. from another thread, before counting them as durable).
 
         An entry whose index is not ``last_index + 1`` first truncates the
         log from that index (a conflicting suffix from an older leader).
@@ -309,7 +322,10 @@ class RaftLog:
                     )
             assert self._fd is not None
             _write_all(self._fd, records)
-            os.fsync(self._fd)
+            if sync:
+                os.fsync(self._fd)
+            else:
+                self._unsynced = True
         except BaseException:
             # Forget what is not durable; a partial write is cut off as a torn tail on reopen.
             del offsets[n_before:]
@@ -320,7 +336,26 @@ class RaftLog:
             raise
         seg.size = pos
 
+    def sync(self) -> None:
+        """Make everything appended so far durable (see ``append(sync=False)``).
+
+        May run in another thread than the appends: it fsyncs a duplicate of the tail's
+        descriptor, so a concurrent segment switch (which fsyncs the old tail itself) or
+        close does not pull the descriptor away."""
+        with self._fd_lock:
+            if self._fd is None:
+                return
+            fd = os.dup(self._fd)
+            self._unsynced = False
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _new_segment(self, first_index: int) -> _Segment:
+        if self._unsynced and self._fd is not None:
+            self._unsynced = False
+            os.fsync(self._fd)  # the old tail's entries, before its descriptor goes
         path = self.log_dir / f"{first_index:020d}{_SEG_SUFFIX}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.close(fd)
@@ -343,9 +378,7 @@ class RaftLog:
             seg = self._segments.pop()
             seg.path.unlink()
             removed_files = True
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_fd()
         if self._segments:
             seg = self._segments[-1]
             i = index - seg.first_index
@@ -393,16 +426,13 @@ class RaftLog:
             self._segments.pop(0)
             seg.path.unlink()
             dropped = True
-        if not self._segments and self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if not self._segments:
+            self._close_fd()
         if dropped:
             fsync_dir(self.log_dir)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_fd()
 
     def __enter__(self) -> RaftLog:
         return self
