@@ -240,8 +240,8 @@ async def measure(root: Path) -> list[Row]:
                             note=f"leader alone {leader_busy:.2f}; ratio = share of the host's "
                                  "CPUs, where queueing for a core shows up in the p99"))
             rows.append(Row(NAME, "leader fsync time @ 1,000/s", persist_ms, "ms",
-                            note=f"{persists / wall:.0f} per s, in the I/O thread behind the "
-                                 "loop's writes; followers' acks commit meanwhile"))
+                            note=f"{persists / wall:.0f} per s, each covering what the leader "
+                                 "wrote in the 5 ms before; followers' acks commit meanwhile"))
             low = await paced_latency(client, 100, min(SECONDS, 3.0))
             rows.append(Row(NAME, "commit latency p50 / p99 @ 100/s", percentile(low, 50), "ms",
                             note=f"p99 {percentile(low, 99):.2f} ms, {len(low)} proposals"))

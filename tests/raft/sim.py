@@ -325,7 +325,7 @@ class Simulation:
             if behind:
                 node.written.extend(rd.entries)
                 index = rd.entries[-1].index
-                delay = self.rng.random() * 0.004
+                delay = self.rng.random() * 0.008  # the runner waits 5 ms, then fsyncs
                 epoch = self._epoch[node.node_id]
                 self._schedule(self.now + delay, f"fsync:{node.node_id}:{epoch}:{index}:{rd.term}")
             else:

@@ -25,7 +25,6 @@ import contextlib
 import logging
 import os
 import struct
-import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Sequence
@@ -98,7 +97,6 @@ class RaftLog:
         self._segments: list[_Segment] = []
         self._fd: int | None = None
         self._unsynced = False  # appended with sync=False and not synced since
-        self._fd_lock = threading.Lock()
         self._snapshot_index = 0
         self._snapshot_term = 0
         self._hard_state = HardState(term=0, voted_for=None)
@@ -179,16 +177,13 @@ class RaftLog:
         return seg
 
     def _open_tail(self) -> None:
-        fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
         self._close_fd()
-        self._fd = fd
+        self._fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
 
     def _close_fd(self) -> None:
-        # Under the lock: ``sync`` in another thread duplicates the descriptor first.
-        with self._fd_lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     # ------------------------------------------------------------------ queries
 
@@ -337,20 +332,10 @@ class RaftLog:
         seg.size = pos
 
     def sync(self) -> None:
-        """Make everything appended so far durable (see ``append(sync=False)``).
-
-        May run in another thread than the appends: it fsyncs a duplicate of the tail's
-        descriptor, so a concurrent segment switch (which fsyncs the old tail itself) or
-        close does not pull the descriptor away."""
-        with self._fd_lock:
-            if self._fd is None:
-                return
-            fd = os.dup(self._fd)
+        """Make everything appended so far durable (see ``append(sync=False)``)."""
+        if self._unsynced and self._fd is not None:
             self._unsynced = False
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            os.fsync(self._fd)
 
     def _new_segment(self, first_index: int) -> _Segment:
         if self._unsynced and self._fd is not None:
