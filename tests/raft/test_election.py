@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mqcluster.raft.types import (
     HeartbeatRequest,
     Role,
@@ -41,22 +43,18 @@ def test_first_round_campaigns_at_term_one_and_votes_for_itself() -> None:
     assert all(m.term == 1 for m in requests)
 
 
-def test_restarted_member_that_voted_for_itself_campaigns_in_a_new_term() -> None:
-    """It may have led that term with entries it wrote but had not fsync'd when it
-    stopped; leading the term again could put another entry at the same index and term."""
-    node = new_node("a", term=4, voted_for="a")
+@pytest.mark.parametrize(("voted_for", "campaign_term"), [("a", 5), ("b", 4), (None, 4)])
+def test_restarted_member_campaigns_in_a_new_term_only_if_it_voted_for_itself(
+    voted_for: str | None, campaign_term: int
+) -> None:
+    """Having voted for itself, it may have led that term with entries it wrote but had
+    not fsync'd when it stopped: leading the term again could put another entry at the
+    same index and term. Otherwise it revotes in its term, as DLedger does."""
+    node = new_node("a", term=4, voted_for=voted_for)
     node.tick(0.0)
     node.tick(1.0)
     requests = only(take(node).messages, VoteRequest)
-    assert requests and {r.term for r in requests} == {5}
-
-
-def test_restarted_member_that_voted_for_another_revotes_in_its_term() -> None:
-    node = new_node("a", term=4, voted_for="b")
-    node.tick(0.0)
-    node.tick(1.0)
-    requests = only(take(node).messages, VoteRequest)
-    assert requests and {r.term for r in requests} == {4}
+    assert requests and {r.term for r in requests} == {campaign_term}
 
 
 def test_vote_request_carries_ledger_end_index_and_term() -> None:

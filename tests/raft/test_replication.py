@@ -10,6 +10,7 @@ from mqcluster.raft.types import (
     Entry,
     EntryType,
     HeartbeatRequest,
+    Message,
     Role,
 )
 from tests.raft.helpers import (
@@ -83,20 +84,25 @@ def test_leader_counts_its_own_entry_only_once_persisted() -> None:
     assert leader.commit_index == index
 
 
-def test_leader_writing_behind_commits_on_two_followers_before_its_own_fsync() -> None:
+def _entry_written_not_synced() -> tuple[dict[str, RaftNode], RaftNode, list[Message], int]:
+    """A leader of a, b, c that wrote a new entry, sent it, and has not fsync'd it yet."""
     nodes = {n: new_node(n, voters=("a", "b", "c")) for n in "abc"}
     elect(nodes, "a")
     leader = nodes["a"]
     leader.propose(b"x")
     rd = leader.ready()
-    index = rd.entries[-1].index
-    leader.advance(rd, entries_durable=False)  # written, fsync still running
+    leader.advance(rd, entries_durable=False)
+    return nodes, leader, rd.messages, rd.entries[-1].index
+
+
+def test_leader_writing_behind_commits_on_two_followers_before_its_own_fsync() -> None:
+    nodes, leader, pushes, index = _entry_written_not_synced()
     assert leader.match_index("a") < index
-    answers = exchange(nodes, [m for m in rd.messages if m.dst == "b"], 0.0)
+    answers = exchange(nodes, [m for m in pushes if m.dst == "b"], 0.0)
     for answer in answers:
         leader.step(answer, 0.0)
     assert leader.commit_index < index  # b alone is not a majority of three
-    answers = exchange(nodes, [m for m in rd.messages if m.dst == "c"], 0.0)
+    answers = exchange(nodes, [m for m in pushes if m.dst == "c"], 0.0)
     for answer in answers:
         leader.step(answer, 0.0)
     assert leader.commit_index == index  # b and c are
@@ -105,14 +111,8 @@ def test_leader_writing_behind_commits_on_two_followers_before_its_own_fsync() -
 
 
 def test_leader_writing_behind_counts_itself_once_the_fsync_reports() -> None:
-    nodes = {n: new_node(n, voters=("a", "b", "c")) for n in "abc"}
-    elect(nodes, "a")
-    leader = nodes["a"]
-    leader.propose(b"x")
-    rd = leader.ready()
-    index = rd.entries[-1].index
-    leader.advance(rd, entries_durable=False)
-    for answer in exchange(nodes, [m for m in rd.messages if m.dst == "b"], 0.0):
+    nodes, leader, pushes, index = _entry_written_not_synced()
+    for answer in exchange(nodes, [m for m in pushes if m.dst == "b"], 0.0):
         leader.step(answer, 0.0)
     assert leader.commit_index < index
     leader.entries_persisted(index, leader.term)

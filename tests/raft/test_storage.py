@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,35 +57,42 @@ def test_append_and_reopen(tmp_path: Path) -> None:
     log.close()
 
 
-def test_one_fsync_per_appended_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+FsyncRecorder = Callable[[], list[int]]
+
+
+@pytest.fixture
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> FsyncRecorder:
+    """Call it to record, from then on, the inode of every file ``os.fsync`` is called on."""
+
+    def start() -> list[int]:
+        calls: list[int] = []
+        real = os.fsync
+
+        def recording_fsync(fd: int) -> None:
+            calls.append(os.fstat(fd).st_ino)
+            real(fd)
+
+        monkeypatch.setattr(os, "fsync", recording_fsync)
+        return calls
+
+    return start
+
+
+def test_one_fsync_per_appended_batch(tmp_path: Path, record_fsyncs: FsyncRecorder) -> None:
     log = RaftLog(tmp_path)
     log.append(entries(1, 1))  # creates the segment (and fsyncs its directory)
-    calls: list[int] = []
-    real = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        calls.append(fd)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
+    calls = record_fsyncs()
     log.append(entries(2, 200))
     assert len(calls) == 1
     log.close()
 
 
 def test_append_without_sync_leaves_the_fsync_to_sync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, record_fsyncs: FsyncRecorder
 ) -> None:
     log = RaftLog(tmp_path)
     log.append(entries(1, 1))
-    calls: list[int] = []
-    real = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        calls.append(fd)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
+    calls = record_fsyncs()
     log.append(entries(2, 50), sync=False)
     log.append(entries(51, 60), sync=False)
     assert calls == []
@@ -96,18 +104,11 @@ def test_append_without_sync_leaves_the_fsync_to_sync(
 
 
 def test_a_segment_switch_fsyncs_the_old_tail_written_without_sync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, record_fsyncs: FsyncRecorder
 ) -> None:
     log = RaftLog(tmp_path, segment_bytes=200)
     log.append(entries(1, 10), sync=False)  # fills the first segment
-    synced: list[int] = []
-    real = os.fsync
-
-    def recording_fsync(fd: int) -> None:
-        synced.append(os.fstat(fd).st_ino)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", recording_fsync)
+    synced = record_fsyncs()
     first = segment_files(tmp_path)[0]
     log.append(entries(11, 12), sync=False)  # opens a second segment
     assert len(segment_files(tmp_path)) == 2
