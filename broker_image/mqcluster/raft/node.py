@@ -334,6 +334,7 @@ class RaftRunner:
         self._sync_wanted = 0  # highest leader entry written and waiting for an fsync
         self._sync_term = 0
         self._sync_timer: asyncio.TimerHandle | None = None  # the leader's deferred fsync
+        self._log_in_io_thread = False  # the driver awaits the I/O thread's work on the log
         self.stats = RunnerStats()
         self._stop_task: asyncio.Task[None] | None = None
 
@@ -586,7 +587,7 @@ class RaftRunner:
             else:
                 self._push_early = leading
                 try:
-                    await loop.run_in_executor(self._io, self._persist, rd, records)
+                    await self._in_io_thread(self._persist, rd, records)
                 finally:
                     self._push_early = False
             stats.persists += 1
@@ -617,10 +618,22 @@ class RaftRunner:
         delay = self.options.leader_sync_delay if others > len(membership.voters) // 2 else 0.0
         self._sync_timer = loop.call_later(delay, self._sync_now)
 
+    async def _in_io_thread(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn`` on the log in the I/O thread; meanwhile the log is that thread's."""
+        self._log_in_io_thread = True
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+        finally:
+            self._log_in_io_thread = False
+
     def _sync_now(self) -> None:
         self._sync_timer = None
         store = self._log
         if self._stopping or store is None:
+            return
+        if self._log_in_io_thread:  # e.g. a snapshot dropping segments: fsync after it
+            delay = self.options.leader_sync_delay or 0.001
+            self._sync_timer = asyncio.get_running_loop().call_later(delay, self._sync_now)
             return
         target, term = self._sync_wanted, self._sync_term
         t0 = time.perf_counter()
@@ -780,7 +793,7 @@ class RaftRunner:
         (entry,) = node.entries(index, index)
         data = self.state_machine.snapshot()
         snap = Snapshot(SnapshotMeta(index, entry.term, node.membership), data)
-        await asyncio.get_running_loop().run_in_executor(self._io, self._log.save_snapshot, snap)
+        await self._in_io_thread(self._log.save_snapshot, snap)
         log.info("%s: snapshot at index %d (%d bytes)", self.node_id, index, len(data))
         self._pending_compact = (index, data)
         await self._maybe_snapshot()
