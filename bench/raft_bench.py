@@ -27,6 +27,7 @@ from pathlib import Path
 from bench import Row, cpu_seconds
 from mqcluster.raft.client import RaftClient
 from mqcluster.raft.localgroup import LocalGroup
+from mqcluster.raft.node import RunnerOptions
 
 NAME = "raft"
 ENTRY = 1024
@@ -241,7 +242,8 @@ async def measure(root: Path) -> list[Row]:
                                  "CPUs, where queueing for a core shows up in the p99"))
             rows.append(Row(NAME, "leader fsync time @ 1,000/s", persist_ms, "ms",
                             note=f"{persists / wall:.0f} per s, each covering what the leader "
-                                 "wrote in the 5 ms before; followers' acks commit meanwhile"))
+                                 f"wrote in the {RunnerOptions().leader_sync_delay * 1000:g} ms "
+                                 "before; followers' acks commit meanwhile"))
             low = await paced_latency(client, 100, min(SECONDS, 3.0))
             rows.append(Row(NAME, "commit latency p50 / p99 @ 100/s", percentile(low, 50), "ms",
                             note=f"p99 {percentile(low, 99):.2f} ms, {len(low)} proposals"))

@@ -185,17 +185,21 @@ class Simulation:
 
     # ---------------------------------------------------------------- node lifecycle
 
-    def _boot(self, node_id: str, durable: Durable, sm: StateMachine) -> SimNode:
-        raft = RaftNode(
+    def _restored(self, node_id: str, durable: Durable, rng: random.Random) -> RaftNode:
+        """A core restarted from ``durable``, with the membership it was started with."""
+        return RaftNode(
             node_id,
             self.config,
             self._started_with.get(node_id, self.membership),
             hard_state=HardState(durable.hard_state.term, durable.hard_state.voted_for),
             snapshot=durable.snapshot,
             entries=list(durable.entries),
-            rng=random.Random(self.rng.random()),
+            rng=rng,
             now=self.now,
         )
+
+    def _boot(self, node_id: str, durable: Durable, sm: StateMachine) -> SimNode:
+        raft = self._restored(node_id, durable, random.Random(self.rng.random()))
         node = SimNode(node_id, raft, durable, sm)
         self._epoch[node_id] = self._epoch.get(node_id, 0) + 1
         self._schedule(
@@ -237,17 +241,7 @@ class Simulation:
         node = self.nodes[node_id]
         if node.alive:
             return node.raft.membership
-        durable = node.durable
-        return RaftNode(
-            node_id,
-            self.config,
-            self._started_with.get(node_id, self.membership),
-            hard_state=durable.hard_state,
-            snapshot=durable.snapshot,
-            entries=list(durable.entries),
-            rng=random.Random(0),
-            now=self.now,
-        ).membership
+        return self._restored(node_id, node.durable, random.Random(0)).membership
 
     # ---------------------------------------------------------------- network
 

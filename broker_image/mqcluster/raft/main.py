@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--switch-interval", type=float, default=0.0005,
                    help="sys.setswitchinterval (GIL hand-over), seconds")
     p.add_argument("--leader-fsync", choices=("behind", "inline"), default="behind",
-                   help="a leader fsyncs its writes in the I/O thread while it serves "
-                        "(behind), or on the loop before it goes on (inline)")
+                   help="a leader fsyncs its writes a few ms later, one fsync for all of "
+                        "them (behind), or each batch before it goes on (inline)")
     p.add_argument("--log-level", default="INFO")
     return p
 

@@ -334,7 +334,7 @@ class RaftRunner:
         self._sync_wanted = 0  # highest leader entry written and waiting for an fsync
         self._sync_term = 0
         self._sync_timer: asyncio.TimerHandle | None = None  # the leader's deferred fsync
-        self._log_in_io_thread = False  # the driver awaits the I/O thread's work on the log
+        self._sync_due = False  # its time has come: the driver does it next
         self.stats = RunnerStats()
         self._stop_task: asyncio.Task[None] | None = None
 
@@ -521,6 +521,7 @@ class RaftRunner:
                 await self._wake.wait()
                 self._wake.clear()
                 self._take_proposals()
+                self._sync_if_due()
                 while not self._stopping and node.has_ready():
                     rd = node.ready()
                     durable = await self._handle(rd, loop)
@@ -529,6 +530,7 @@ class RaftRunner:
                         self._sync_later(rd.entries[-1].index, rd.term, loop)
                     self._take_proposals()
                     await self._maybe_snapshot()
+                    self._sync_if_due()
         except Exception as exc:
             # Without durable storage this member must not take part any more.
             self._crash("raft driver", exc)
@@ -544,6 +546,7 @@ class RaftRunner:
         entries are written but their fsync is left to ``_sync_later``."""
         stats = self.stats
         stats.readies += 1
+        durable = True
         self._handed_commit = max(self._handed_commit, rd.commit_index)
         messages, committed = rd.messages, rd.committed
         if rd.snapshot is None and committed:
@@ -572,42 +575,39 @@ class RaftRunner:
                 messages = [m for m in messages if not isinstance(m, _LEADER_PUSH)]
             t0 = time.perf_counter()
             leading = rd.role == Role.LEADER and rd.hard_state is None and rd.snapshot is None
+            stats.persisted_entries += len(rd.entries)
             if (self.options.leader_sync_behind and leading and rd.entries
                     and rd.truncate_from is None and rd.compacted_to is None):
                 assert self._log is not None
                 self._log.append(rd.entries, records, sync=False)
-                stats.persisted_entries += len(rd.entries)
-                self._send(messages)
-                self._apply(committed)
-                self._observe(rd)
-                return False
-            if rd.snapshot is None and self._persist_ewma < self.options.inline_persist_below:
+                durable = False
+            elif rd.snapshot is None and self._persist_ewma < self.options.inline_persist_below:
                 self._persist(rd, records)
                 stats.inline_persists += 1
             else:
                 self._push_early = leading
                 try:
-                    await self._in_io_thread(self._persist, rd, records)
+                    await loop.run_in_executor(self._io, self._persist, rd, records)
                 finally:
                     self._push_early = False
-            stats.persists += 1
-            stats.persisted_entries += len(rd.entries)
-            stats.persist_seconds += time.perf_counter() - t0
+            if durable:
+                stats.persists += 1
+                stats.persist_seconds += time.perf_counter() - t0
         if rd.snapshot is not None:
             self._restore(rd.snapshot)
         self._send(messages)
         self._apply(committed)
         self._observe(rd)
-        return True
+        return durable
 
     def _sync_later(self, index: int, term: int, loop: asyncio.AbstractEventLoop) -> None:
-        """fsync a leader's written entries a little later, on the loop.
+        """Have the driver fsync a leader's written entries a little later.
 
         In a group whose followers make a majority without the leader, their acks
         commit the entries; the leader's own fsync then only has to follow, so it
         waits ``leader_sync_delay`` and covers every write made meanwhile with one
         fsync: fewer fsyncs on the shared disk, and fewer stalls of the loop while
-        acks arrive. Otherwise (one or two voters) it runs on the next turn of the loop.
+        acks arrive. Otherwise (one or two voters) it is due at once.
         """
         self._sync_wanted = max(self._sync_wanted, index)
         self._sync_term = term
@@ -616,38 +616,25 @@ class RaftRunner:
         membership = self.node.membership
         others = sum(1 for v in membership.voters if v != self.node_id)
         delay = self.options.leader_sync_delay if others > len(membership.voters) // 2 else 0.0
-        self._sync_timer = loop.call_later(delay, self._sync_now)
+        self._sync_timer = loop.call_later(delay, self._sync_is_due)
 
-    async def _in_io_thread(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run ``fn`` on the log in the I/O thread; meanwhile the log is that thread's."""
-        self._log_in_io_thread = True
-        try:
-            await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
-        finally:
-            self._log_in_io_thread = False
+    def _sync_is_due(self) -> None:
+        self._sync_due = True
+        self._wake.set()
 
-    def _sync_now(self) -> None:
-        self._sync_timer = None
-        store = self._log
-        if self._stopping or store is None:
+    def _sync_if_due(self) -> None:
+        """In the driver, which owns every change to the log: the deferred fsync, if due."""
+        if not self._sync_due:
             return
-        if self._log_in_io_thread:  # e.g. a snapshot dropping segments: fsync after it
-            delay = self.options.leader_sync_delay or 0.001
-            self._sync_timer = asyncio.get_running_loop().call_later(delay, self._sync_now)
-            return
+        self._sync_due, self._sync_timer = False, None
+        assert self._log is not None
         target, term = self._sync_wanted, self._sync_term
         t0 = time.perf_counter()
-        try:
-            store.sync()
-        except OSError as exc:
-            self._crash("raft fsync", exc)
-            return
+        self._log.sync()
         self.stats.persists += 1
         self.stats.persist_seconds += time.perf_counter() - t0
-        node = self.node
-        node.entries_persisted(target, term)
+        self.node.entries_persisted(target, term)
         self._apply_ahead()
-        self._wake.set()
 
     def _persist(self, rd: Ready, records: bytes | None) -> None:
         """On the loop or in the I/O thread: everything here must be durable before sending."""
@@ -793,7 +780,7 @@ class RaftRunner:
         (entry,) = node.entries(index, index)
         data = self.state_machine.snapshot()
         snap = Snapshot(SnapshotMeta(index, entry.term, node.membership), data)
-        await self._in_io_thread(self._log.save_snapshot, snap)
+        await asyncio.get_running_loop().run_in_executor(self._io, self._log.save_snapshot, snap)
         log.info("%s: snapshot at index %d (%d bytes)", self.node_id, index, len(data))
         self._pending_compact = (index, data)
         await self._maybe_snapshot()

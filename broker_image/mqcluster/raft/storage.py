@@ -262,7 +262,7 @@ class RaftLog:
         self, entries: Sequence[Entry], records: bytes | None = None, *, sync: bool = True
     ) -> None:
         """Append contiguous entries and fsync once (``sync=False``: the caller calls
-        ``sync()`` later, e.g. from another thread, before counting them as durable).
+        ``sync()`` later, before counting them as durable).
 
         An entry whose index is not ``last_index + 1`` first truncates the
         log from that index (a conflicting suffix from an older leader).
@@ -338,9 +338,7 @@ class RaftLog:
             os.fsync(self._fd)
 
     def _new_segment(self, first_index: int) -> _Segment:
-        if self._unsynced and self._fd is not None:
-            self._unsynced = False
-            os.fsync(self._fd)  # the old tail's entries, before its descriptor goes
+        self.sync()  # the old tail's entries, before its descriptor goes
         path = self.log_dir / f"{first_index:020d}{_SEG_SUFFIX}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.close(fd)
