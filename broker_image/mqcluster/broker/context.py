@@ -24,6 +24,30 @@ class BrokerAddresses:
     metrics: str | None = None
 
 
+@dataclass(frozen=True)
+class ReplicaRole:
+    """Who this broker is in its group right now; replaced whole on every change.
+
+    In master-slave mode it comes from the config; in controller mode from the
+    controller (ReplicasManager); in DLedger mode from the Raft leadership.
+    """
+
+    broker_id: int
+    is_master: bool
+    master_addr: str | None = None
+    """Internal RPC ``host:port`` of the group's master (None while unknown)."""
+    master_grpc: str | None = None
+    """gRPC endpoint of the master, where a replica forwards client calls."""
+    master_epoch: int = 0
+
+    @property
+    def name(self) -> str:
+        return "MASTER" if self.is_master else "SLAVE"
+
+
+RoleListener = Callable[[ReplicaRole, ReplicaRole], None]
+
+
 @dataclass
 class BrokerContext:
     config: BrokerConfig
@@ -31,10 +55,11 @@ class BrokerContext:
     metrics: BrokerMetrics
     addresses: BrokerAddresses
     started_at: float = field(default_factory=time.time)
-    master_addr: str | None = None
+    role: ReplicaRole = field(default_factory=lambda: ReplicaRole(0, True))
     serving: bool = False
     """True once every endpoint is up, False again when shutdown begins."""
     topic_listeners: list[Callable[[], None]] = field(default_factory=list)
+    role_listeners: list[RoleListener] = field(default_factory=list)
 
     @classmethod
     def create(cls, config: BrokerConfig, store: MessageStore) -> BrokerContext:
@@ -46,7 +71,10 @@ class BrokerContext:
             metrics=f"{ip}:{config.metricsPromExporterPort}" if config.metrics_enabled else None,
         )
         metrics = BrokerMetrics(config.brokerClusterName, config.brokerName)
-        return cls(config=config, store=store, metrics=metrics, addresses=addresses)
+        role = ReplicaRole(config.brokerId, config.is_master,
+                           addresses.broker if config.is_master else None,
+                           addresses.grpc if config.is_master else None)
+        return cls(config=config, store=store, metrics=metrics, addresses=addresses, role=role)
 
     @property
     def broker_name(self) -> str:
@@ -58,7 +86,19 @@ class BrokerContext:
 
     @property
     def broker_id(self) -> int:
-        return self.config.brokerId
+        return self.role.broker_id
+
+    @property
+    def master_addr(self) -> str | None:
+        return self.role.master_addr
+
+    def set_role(self, role: ReplicaRole) -> None:
+        """Switch to ``role`` and tell the listeners (registration re-registers at once)."""
+        old, self.role = self.role, role
+        if old == role:
+            return
+        for listener in list(self.role_listeners):
+            listener(old, role)
 
     def topics_changed(self) -> None:
         """Tell listeners (the name-server registrar) that topic configs changed."""

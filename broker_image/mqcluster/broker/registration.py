@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mqcluster.broker.context import BrokerContext
 from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient, RegisterOutcome
 from mqcluster.namesrv.protocol import (
@@ -32,7 +34,7 @@ def registration_of(ctx: BrokerContext) -> BrokerRegistration:
         clusterName=cfg.brokerClusterName,
         brokerName=cfg.brokerName,
         brokerAddr=ctx.addresses.broker,
-        brokerId=cfg.brokerId,
+        brokerId=ctx.role.broker_id,
         haServerAddr=ctx.addresses.ha,
         proxyAddr=ctx.addresses.grpc or "",
         heartbeatTimeoutMillis=cfg.brokerNotActiveTimeoutMillis,
@@ -50,9 +52,13 @@ def start_registrar(ctx: BrokerContext) -> BrokerRegistrar | None:
     client = NamesrvClient(addrs, timeout=ctx.config.registerBrokerTimeoutMills / 1000.0)
 
     def remember_master(outcomes: list[RegisterOutcome]) -> None:
+        # Master-slave mode learns its master from the name servers; the other modes
+        # are told by the controller or by Raft.
+        if ctx.config.enableControllerMode or ctx.config.enableDLegerCommitLog:
+            return
         for out in outcomes:
             if out.result is not None and out.result.masterAddr:
-                ctx.master_addr = out.result.masterAddr
+                ctx.set_role(replace(ctx.role, master_addr=out.result.masterAddr))
 
     registrar = BrokerRegistrar(
         client,
@@ -61,5 +67,6 @@ def start_registrar(ctx: BrokerContext) -> BrokerRegistrar | None:
         on_outcomes=remember_master,
     )
     ctx.topic_listeners.append(registrar.trigger)
+    ctx.role_listeners.append(lambda _old, _new: registrar.trigger())
     registrar.start()
     return registrar
