@@ -135,6 +135,8 @@ class BrokerConfig(RocketConfig):
     checkSyncStateSetPeriod: PositiveInt = 5000
     syncControllerMetadataPeriod: PositiveInt = 10000
     controllerHeartBeatTimeoutMills: PositiveInt = 10000
+    brokerHeartbeatInterval: PositiveInt = 1000
+    slaveTimeout: PositiveInt = 3000
     haMaxTimeSlaveNotCatchup: PositiveInt = 15000
     haSendHeartbeatInterval: PositiveInt = 5000
     haHousekeepingInterval: PositiveInt = 20000

@@ -30,6 +30,7 @@ PUT_STATUS_CODES: dict[PutStatus, int] = {
     PutStatus.MESSAGE_ILLEGAL: BrokerResponseCode.MESSAGE_ILLEGAL,
     PutStatus.PROPERTIES_SIZE_EXCEEDED: BrokerResponseCode.MESSAGE_ILLEGAL,
     PutStatus.OS_PAGE_CACHE_BUSY: BrokerResponseCode.SYSTEM_BUSY,
+    PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: BrokerResponseCode.SYSTEM_ERROR,
     PutStatus.UNKNOWN_ERROR: BrokerResponseCode.SYSTEM_ERROR,
 }
 

@@ -8,6 +8,7 @@ requests, then flush and close the store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from mqcluster.broker.handlers import build_registry
 from mqcluster.broker.http_server import HttpEndpoint
 from mqcluster.broker.long_poll import ArrivalNotifier
 from mqcluster.broker.registration import start_registrar
+from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.broker.store_factory import create_store
 from mqcluster.namesrv.client import BrokerRegistrar
 from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
@@ -51,6 +53,8 @@ class BrokerServer:
         self.http: HttpEndpoint | None = None
         self.grpc: Stoppable | None = None
         self.registrar: BrokerRegistrar | None = None
+        self.replicas: ReplicasManager | None = None
+        self._registering: asyncio.Task[None] | None = None
         self._store_closed = False
 
     @property
@@ -66,6 +70,8 @@ class BrokerServer:
         ctx = self.ctx = BrokerContext.create(cfg, store)
         store.add_arrival_listener(self.arrivals.notify)
         registry = build_registry(ctx, self.arrivals)
+        if cfg.enableControllerMode:
+            self.replicas = ReplicasManager(ctx, registry)
         gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
         registry.on_connection_closed.append(lambda _conn: gauge.dec())
         self.rpc = _CountingRpcServer(
@@ -84,12 +90,27 @@ class BrokerServer:
             self.grpc = await _start_grpc(ctx, cfg.bindAddress, cfg.grpcServerPort)
             if self.grpc is None:
                 ctx.addresses.grpc = None
-        self.registrar = start_registrar(ctx)
+        if self.replicas is not None:
+            await self.replicas.start()
+            self._registering = asyncio.get_running_loop().create_task(
+                self._register_once_role_known(self.replicas))
+        else:
+            self.registrar = start_registrar(ctx)
         ctx.serving = True
+
+    async def _register_once_role_known(self, replicas: ReplicasManager) -> None:
+        """Controller mode: the name servers hear of this broker once its role is known."""
+        await replicas.wait_role()
+        self.registrar = start_registrar(self.context)
 
     async def stop(self) -> None:
         if self.ctx is not None:
             self.ctx.serving = False
+        if self._registering is not None:
+            self._registering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._registering
+            self._registering = None
         if self.registrar is not None:
             try:
                 await self.registrar.stop()
@@ -109,6 +130,9 @@ class BrokerServer:
         if self.http is not None:
             await self.http.stop()
             self.http = None
+        if self.replicas is not None:
+            await self.replicas.stop()
+            self.replicas = None
         if self.ctx is not None and not self._store_closed:
             self._store_closed = True
             await self.ctx.store.shutdown()

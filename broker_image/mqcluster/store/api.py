@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.store import codec
@@ -53,7 +54,17 @@ DiskUsageFn = Callable[[str], float]
 ArrivalListener = Callable[[str, int, int], None]
 AppendListener = Callable[[int], None]
 
-__all__ = ["MessageStore", "StoreLockedError"]
+__all__ = ["MessageStore", "StoreLockedError", "WriteGate"]
+
+
+class WriteGate(Protocol):
+    """Replication's say over writes (controller mode's master, DLedger...)."""
+
+    def refuse_write(self) -> tuple[PutStatus, str] | None:
+        """Why no write may be taken now, or None."""
+
+    async def wait_acked(self, end_offset: int) -> bool:
+        """True once the replicas acknowledge everything below ``end_offset``."""
 
 
 class MessageStore:
@@ -91,6 +102,7 @@ class MessageStore:
         self._dispatch = DispatchService(self._dispatcher, self._dispatch_limit)
         self._confirm_offset: int | None = None
         self._append_listeners: list[AppendListener] = []
+        self.write_gate: WriteGate | None = None
         self._lock = StoreLock(config.lock_path)
         self._opened = False
         self._running = False
@@ -216,6 +228,9 @@ class MessageStore:
         if self._retention.disk_full:
             return [PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full")
                     for _ in recs]
+        refusal = self.write_gate.refuse_write() if self.write_gate is not None else None
+        if refusal is not None:
+            return [PutResult(refusal[0], remark=refusal[1]) for _ in recs]
         cfg = self.config
         results: list[PutResult | None] = [None] * len(recs)
         batch = []
@@ -244,11 +259,8 @@ class MessageStore:
             else:
                 self._dispatch.wake()
             self._notify_append()
-            status = PutStatus.PUT_OK
-            if cfg.flushDiskType is FlushDiskType.SYNC_FLUSH:
-                end = appended[-1].commitlog_offset + appended[-1].size
-                if not await self._flusher.wait_flushed(end, cfg.syncFlushTimeout / 1000):
-                    status = PutStatus.FLUSH_DISK_TIMEOUT
+            status = await self._wait_durable(appended[-1].commitlog_offset
+                                              + appended[-1].size)
             host_prefix = codec.offset_msg_id(store_host, 0)[:-16]
             for i, parts, a in zip(slots, batch, appended, strict=True):
                 off_id = f"{host_prefix}{a.commitlog_offset:016X}"
@@ -263,6 +275,9 @@ class MessageStore:
             return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store not running")
         if self._retention.disk_full:
             return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full")
+        refusal = self.write_gate.refuse_write() if self.write_gate is not None else None
+        if refusal is not None:
+            return BatchPutResult(refusal[0], remark=refusal[1])
         cfg = self.config
         cl = self._commitlog
         enc, problem = check_batch(batch, cfg.storeHost, cfg.maxMessageSize,
@@ -282,12 +297,18 @@ class MessageStore:
         else:
             self._dispatch.wake()
         self._notify_append()
-        status = PutStatus.PUT_OK
-        if cfg.flushDiskType is FlushDiskType.SYNC_FLUSH:
-            end = offsets[-1] + enc.sizes[-1]
-            if not await self._flusher.wait_flushed(end, cfg.syncFlushTimeout / 1000):
-                status = PutStatus.FLUSH_DISK_TIMEOUT
+        status = await self._wait_durable(offsets[-1] + enc.sizes[-1])
         return BatchPutResult(status, first, offsets, enc.sizes, now_ms)
+
+    async def _wait_durable(self, end: int) -> PutStatus:
+        """The flush the config promises, then the replicas' acks the gate asks for."""
+        cfg = self.config
+        if (cfg.flushDiskType is FlushDiskType.SYNC_FLUSH and self._flusher is not None
+                and not await self._flusher.wait_flushed(end, cfg.syncFlushTimeout / 1000)):
+            return PutStatus.FLUSH_DISK_TIMEOUT
+        if self.write_gate is not None and not await self.write_gate.wait_acked(end):
+            return PutStatus.FLUSH_SLAVE_TIMEOUT
+        return PutStatus.PUT_OK
 
     # dispatch
     def _dispatch_limit(self) -> int:
@@ -423,16 +444,21 @@ class MessageStore:
         """End of the last whole message: where a replica cuts before becoming master."""
         return self._commitlog.complete_offset()
 
-    async def truncate_commitlog(self, offset: int) -> None:
-        """Cut the commitlog (and consume queues) back to ``offset``, a message boundary."""
+    async def truncate_commitlog(self, offset: int | None) -> None:
+        """Cut the commitlog (and consume queues) back to ``offset``, a message boundary;
+        ``None`` deletes every segment (a replica that copies the master afresh)."""
         async with contextlib.AsyncExitStack() as stack:
             if self._flusher is not None:
                 await stack.enter_async_context(self._flusher.lock)
             if self._maintenance is not None:
                 await stack.enter_async_context(self._maintenance)
             cl = self._commitlog
-            log.warning("truncating commitlog from %d to %d", cl.max_offset, offset)
-            cl.truncate(offset)
+            log.warning("truncating commitlog from %d to %s", cl.max_offset,
+                        "nothing" if offset is None else offset)
+            if offset is None:
+                cl.clear()
+            else:
+                cl.truncate(offset)
             self._queues.truncate_dirty(cl.max_offset)
             self._dispatcher.offset = min(self._dispatcher.offset, cl.max_offset)
             cl.reset_queue_offsets(self._queues.max_offsets(), self._dispatcher.offset)

@@ -254,6 +254,7 @@ class CommitLog:
         self.forget_recent()
         if self.files.empty and offset % self.segment_size == 0:
             self._table_scanned_to = offset
+            self.flushed_offset = offset
         elif offset != self.max_offset:
             return False
         view = memoryview(data)
@@ -395,6 +396,14 @@ class CommitLog:
         self.files.truncate(offset)
         self.flushed_offset = min(self.flushed_offset, offset)
         self._table_scanned_to = min(self._table_scanned_to, offset)
+
+    def clear(self) -> None:
+        """Delete every segment: the replica starts again from the master's files."""
+        self.forget_recent()
+        self.files.truncate(-1)
+        self.flushed_offset = 0
+        self._table_scanned_to = 0
+        self.queue_offsets = {}
 
     def close(self) -> None:
         self.files.close()

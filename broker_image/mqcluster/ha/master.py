@@ -1,0 +1,371 @@
+"""Master side of the HA stream: one connection per slave, and the write acks.
+
+A slave connects, sends its handshake; the master answers with its max offset,
+epoch and epoch entries; the slave truncates and acks its max offset, and the
+master streams the commitlog from there. Each batch stays inside one epoch (its
+header names that epoch and its start), so the slave can keep its own epoch file.
+Acks move the slave's progress in the ``SyncStateView``; the confirm offset, the
+producers waiting for acks and the SyncStateSet reports follow from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from mqcluster.ha.ack_waiters import AckWaiters
+from mqcluster.ha.protocol import (
+    HAProtocolError,
+    MasterHandshake,
+    SlaveAck,
+    SlaveFrameDecoder,
+    SlaveHandshake,
+    Transfer,
+)
+from mqcluster.ha.sync_state import SyncStateView
+from mqcluster.store.api import MessageStore
+from mqcluster.store.epoch_file import OPEN_END, EpochFileCache
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 64 * 1024
+Clock = Callable[[], float]
+Reporter = Callable[[set[int]], Awaitable[tuple[set[int], int] | None]]
+"""Reports a SyncStateSet to the controller; the accepted set and epoch, or None."""
+
+
+@dataclass
+class HAMasterOptions:
+    transfer_batch: int = 256 * 1024
+    heartbeat_interval_s: float = 1.0
+    max_not_caught_up_ms: int = 15000
+    all_ack_in_sync_state_set: bool = False
+    in_sync_replicas: int = 1
+    min_in_sync_replicas: int = 1
+    slave_timeout_s: float = 3.0
+    check_interval_s: float = 0.5
+
+
+class HAMasterService:
+    """Serves slaves while this broker is master (``activate``) and gates its writes."""
+
+    def __init__(self, store: MessageStore, epochs: EpochFileCache, options: HAMasterOptions,
+                 *, clock: Clock = time.monotonic) -> None:
+        self.store = store
+        self.epochs = epochs
+        self.options = options
+        self._clock = clock
+        self.view: SyncStateView | None = None
+        self.report: Reporter | None = None
+        self._waiters = AckWaiters(self._acked)
+        self._conns: dict[int, _SlaveConnection] = {}
+        self._data = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._checker: asyncio.Task[None] | None = None
+        store.add_append_listener(self._on_append)
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ---- role ------------------------------------------------------------------
+
+    def activate(self, master_id: int, members: set[int], sss_epoch: int,
+                 report: Reporter) -> None:
+        """Become the group's master with SyncStateSet ``members``."""
+        self.view = SyncStateView(master_id, set(members) | {master_id}, sss_epoch,
+                                  self.store.commitlog_max_offset)
+        self.report = report
+        self._update_confirm()
+        if self._checker is None:
+            self._checker = asyncio.get_running_loop().create_task(self._check_loop())
+
+    async def deactivate(self) -> None:
+        """Stop serving slaves; writes still waiting fail."""
+        self.view = None
+        self._waiters.fail_all()
+        checker, self._checker = self._checker, None
+        if checker is not None:
+            checker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await checker
+        for conn in list(self._conns.values()):
+            conn.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    @property
+    def active(self) -> bool:
+        return self.view is not None
+
+    def sync_state_changed(self, members: set[int], epoch: int) -> None:
+        """The controller's SyncStateSet (from a notification or a poll)."""
+        if self.view is not None and epoch > self.view.epoch:
+            self.view.accepted(members, epoch)
+            self._update_confirm()
+
+    # ---- write acks ----------------------------------------------------------------
+
+    def refuse_write(self) -> str | None:
+        """Why a write must not be taken now (None: take it)."""
+        view = self.view
+        if view is None:
+            return "not the master"
+        if len(view.members) < self.options.min_in_sync_replicas:
+            return (f"SyncStateSet has {len(view.members)} members, fewer than "
+                    f"minInSyncReplicas={self.options.min_in_sync_replicas}")
+        return None
+
+    def _acked(self, end_offset: int) -> bool:
+        view = self.view
+        if view is None:
+            return False
+        if self.options.all_ack_in_sync_state_set:
+            return view.acked_by_all(end_offset)
+        return view.acked_count(end_offset) >= self.options.in_sync_replicas
+
+    async def wait_acked(self, end_offset: int) -> bool:
+        """True once the write ending at ``end_offset`` is acknowledged as configured."""
+        if self.view is None:
+            return False
+        return await self._waiters.wait(end_offset, self.options.slave_timeout_s)
+
+    # ---- progress ------------------------------------------------------------------
+
+    def _on_append(self, max_offset: int) -> None:
+        if self.view is not None:
+            self.view.master_appended(max_offset)
+            self._update_confirm()
+        self._wake_senders()
+
+    def _wake_senders(self) -> None:
+        self._data.set()
+        self._data = asyncio.Event()
+
+    def _update_confirm(self) -> None:
+        """Confirm offset: the least offset among the SyncStateSet members connected now
+        (a member that is gone stops holding consumers back; it still holds acks)."""
+        view = self.view
+        if view is None:
+            return
+        connected = {b for b, c in self._conns.items() if c.transferring}
+        members = {b for b in view.members if b == view.master_id or b in connected}
+        confirm = min(view.offset_of(b) for b in members)
+        if confirm != self.store.confirm_offset:
+            self.store.set_confirm_offset(confirm)
+            self._wake_senders()
+        self._waiters.release()
+
+    def _transferred(self, broker_id: int | None) -> None:
+        if self.view is not None and broker_id is not None:
+            self.view.transferred(broker_id, self.now_ms())
+
+    @property
+    def confirm_offset(self) -> int:
+        offset = self.store.confirm_offset
+        return self.store.commitlog_max_offset if offset is None else offset
+
+    def _acked_by(self, broker_id: int, offset: int) -> None:
+        if self.view is not None:
+            self.view.acked(broker_id, offset, self.now_ms())
+            self._update_confirm()
+            self._maybe_report()
+
+    # ---- SyncStateSet ---------------------------------------------------------------
+
+    def _maybe_report(self) -> None:
+        view, report = self.view, self.report
+        if view is None or report is None:
+            return
+        wanted = view.wanted_members(self.now_ms(), self.options.max_not_caught_up_ms)
+        proposed = view.propose(wanted)
+        if proposed is not None:
+            self._spawn(self._report(view, proposed, report))
+
+    async def _report(self, view: SyncStateView, proposed: set[int], report: Reporter) -> None:
+        try:
+            result = await report(proposed)
+        except Exception as exc:
+            log.warning("SyncStateSet report %s failed: %s", sorted(proposed), exc)
+            result = None
+        if result is None:
+            view.rejected()
+        else:
+            view.accepted(*result)
+            log.info("SyncStateSet is now %s (epoch %d)", sorted(view.members), view.epoch)
+        if self.view is view:
+            self._update_confirm()
+
+    async def _check_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.check_interval_s)
+            self._maybe_report()
+
+    # ---- connections -------------------------------------------------------------
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The HA listener's connection callback."""
+        peer = writer.get_extra_info("peername")
+        if self.view is None:
+            log.info("HA connection from %s refused: not the master", peer)
+            writer.close()
+            return
+        conn = _SlaveConnection(self, reader, writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await conn.run()
+        except HAProtocolError as exc:
+            log.warning("HA connection from %s closed: %s", peer, exc)
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.info("HA connection from %s lost: %r", peer, exc)
+        finally:
+            conn.close()
+            if conn.broker_id is not None and self._conns.get(conn.broker_id) is conn:
+                del self._conns[conn.broker_id]
+                if self.view is not None:
+                    self.view.disconnected(conn.broker_id)
+                    self._update_confirm()
+                    self._maybe_report()
+            if task is not None:
+                self._tasks.discard(task)
+
+    def slave_offsets(self) -> dict[int, int]:
+        view = self.view
+        return {} if view is None else {b: r.ack_offset for b, r in view.replicas.items()}
+
+    def start_offset_for(self, hs: SlaveHandshake, slave_offset: int) -> int:
+        """Where an empty slave starts: the master's oldest file, or its last one."""
+        store = self.store
+        if slave_offset >= store.commitlog_min_offset and slave_offset > 0:
+            return slave_offset
+        if hs.sync_from_last_file:
+            seg = store.config.mappedFileSizeCommitLog
+            return max(store.commitlog_min_offset, store.commitlog_max_offset // seg * seg)
+        return store.commitlog_min_offset
+
+
+class _SlaveConnection:
+    def __init__(self, service: HAMasterService, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.service = service
+        self.reader = reader
+        self.writer = writer
+        self.decoder = SlaveFrameDecoder()
+        self.broker_id: int | None = None
+        self.transferring = False
+        self._pending: list[SlaveHandshake | SlaveAck] = []
+
+    def close(self) -> None:
+        self.transferring = False
+        self.writer.close()
+
+    async def _next(self) -> SlaveHandshake | SlaveAck:
+        while not self._pending:
+            data = await self.reader.read(READ_SIZE)
+            if not data:
+                raise ConnectionError("slave closed the connection")
+            self._pending.extend(self.decoder.feed(data))
+        return self._pending.pop(0)
+
+    async def run(self) -> None:
+        svc = self.service
+        hs = await self._next()
+        if not isinstance(hs, SlaveHandshake):
+            raise HAProtocolError("first frame is not a handshake")
+        view = svc.view
+        if view is None:
+            return
+        if hs.broker_id == view.master_id:
+            raise HAProtocolError(f"slave claims the master's broker id {hs.broker_id}")
+        self.broker_id = hs.broker_id
+        old = svc._conns.get(hs.broker_id)
+        if old is not None:
+            old.close()
+        svc._conns[hs.broker_id] = self
+        entries = tuple((e.epoch, e.start_offset) for e in svc.epochs.entries)
+        self.writer.write(MasterHandshake(svc.store.commitlog_max_offset,
+                                          svc.epochs.last_epoch, entries).encode())
+        await self.writer.drain()
+        first = await self._next()
+        if not isinstance(first, SlaveAck):
+            raise HAProtocolError("expected the slave's offset after the handshake")
+        if first.max_offset > svc.store.commitlog_max_offset:
+            raise HAProtocolError(f"slave offset {first.max_offset} is beyond the master's "
+                                  f"{svc.store.commitlog_max_offset}: it did not truncate")
+        start = svc.start_offset_for(hs, first.max_offset)
+        view.connected(hs.broker_id, hs.async_learner, svc.now_ms())
+        self.transferring = True
+        svc._acked_by(hs.broker_id, first.max_offset)
+        log.info("slave %d connected at offset %d, transfer from %d",
+                 hs.broker_id, first.max_offset, start)
+        sender = asyncio.ensure_future(self._send_from(start))
+        try:
+            while True:
+                frame = await self._next()
+                if not isinstance(frame, SlaveAck):
+                    raise HAProtocolError("handshake in the middle of a transfer")
+                svc._acked_by(hs.broker_id, frame.max_offset)
+                if sender.done():
+                    sender.result()
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+
+    async def _send_from(self, offset: int) -> None:
+        svc = self.service
+        store = svc.store
+        sent_confirm = -1
+        loop = asyncio.get_running_loop()
+        last_sent = loop.time()
+        while True:
+            view = svc.view
+            if view is None:
+                return
+            max_offset = store.commitlog_max_offset
+            confirm = svc.confirm_offset
+            if offset < max_offset:
+                entry = svc.epochs.find_epoch_by_offset(offset)
+                if entry is None:
+                    raise HAProtocolError(f"offset {offset} is in no epoch of the master")
+                limit = max_offset if entry.end_offset == OPEN_END else min(
+                    entry.end_offset, max_offset)
+                body = store.read_commitlog(offset, min(limit - offset,
+                                                        svc.options.transfer_batch))
+                if not body:
+                    raise HAProtocolError(f"master cannot read its commitlog at {offset}")
+                frame = Transfer(offset, entry.epoch, entry.start_offset, confirm, body)
+                svc._transferred(self.broker_id)
+                offset += len(body)
+            elif confirm != sent_confirm or loop.time() - last_sent >= \
+                    svc.options.heartbeat_interval_s:
+                entry = svc.epochs.last_entry
+                epoch, start = (entry.epoch, entry.start_offset) if entry else (0, 0)
+                frame = Transfer(offset, epoch, min(start, offset), confirm)
+                svc._transferred(self.broker_id)
+            else:
+                data = svc._data
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(svc.options.heartbeat_interval_s):
+                        await data.wait()
+                continue
+            sent_confirm = confirm
+            last_sent = loop.time()
+            self.writer.write(frame.header())
+            if frame.body:
+                self.writer.write(frame.body)
+            await self.writer.drain()

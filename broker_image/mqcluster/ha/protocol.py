@@ -1,0 +1,200 @@
+"""The HA stream of controller mode (RIP-44), big-endian, as pure codecs.
+
+slave -> master, handshake:   state(4) flags(4) slaveBrokerId(8)
+slave -> master, ack:         state(4) maxOffset(8)
+master -> slave, handshake:   state(4) bodySize(4) maxOffset(8) epoch(4) + entries
+                              (each epoch(4) startOffset(8))
+master -> slave, transfer:    state(4) bodySize(4) offset(8) epoch(4)
+                              epochStartOffset(8) confirmOffset(8) + body
+
+``state`` is the sender's HAConnectionState. A transfer with an empty body is a
+heartbeat. Decoders take bytes as they arrive (``feed``) and return whole frames;
+anything malformed raises ``HAProtocolError`` and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+FLAG_SYNC_FROM_LAST_FILE = 1
+FLAG_ASYNC_LEARNER = 2
+
+_SLAVE_HANDSHAKE = struct.Struct(">iiq")
+_SLAVE_ACK = struct.Struct(">iq")
+_MASTER_HANDSHAKE = struct.Struct(">iiqi")
+_EPOCH_ENTRY = struct.Struct(">iq")
+_TRANSFER = struct.Struct(">iiqiqq")
+
+MAX_EPOCH_ENTRIES = 1 << 16
+
+
+class HAState(IntEnum):
+    READY = 0
+    HANDSHAKE = 1
+    TRANSFER = 2
+    SUSPEND = 3
+    SHUTDOWN = 4
+
+
+class HAProtocolError(ValueError):
+    """A frame that breaks the protocol; the connection carrying it is closed."""
+
+
+@dataclass(frozen=True)
+class SlaveHandshake:
+    broker_id: int
+    sync_from_last_file: bool = False
+    async_learner: bool = False
+
+    def encode(self) -> bytes:
+        flags = (FLAG_SYNC_FROM_LAST_FILE if self.sync_from_last_file else 0) | (
+            FLAG_ASYNC_LEARNER if self.async_learner else 0)
+        return _SLAVE_HANDSHAKE.pack(HAState.HANDSHAKE, flags, self.broker_id)
+
+
+@dataclass(frozen=True)
+class SlaveAck:
+    max_offset: int
+
+    def encode(self) -> bytes:
+        return _SLAVE_ACK.pack(HAState.TRANSFER, self.max_offset)
+
+
+@dataclass(frozen=True)
+class MasterHandshake:
+    max_offset: int
+    epoch: int
+    entries: tuple[tuple[int, int], ...]
+    """``(epoch, startOffset)`` of every master term, oldest first."""
+
+    def encode(self) -> bytes:
+        body = b"".join(_EPOCH_ENTRY.pack(e, s) for e, s in self.entries)
+        return _MASTER_HANDSHAKE.pack(HAState.HANDSHAKE, len(body), self.max_offset,
+                                      self.epoch) + body
+
+
+@dataclass(frozen=True)
+class Transfer:
+    offset: int
+    epoch: int
+    epoch_start_offset: int
+    confirm_offset: int
+    body: bytes = b""
+
+    def encode(self) -> bytes:
+        return self.header() + self.body
+
+    def header(self) -> bytes:
+        return _TRANSFER.pack(HAState.TRANSFER, len(self.body), self.offset, self.epoch,
+                              self.epoch_start_offset, self.confirm_offset)
+
+
+SlaveFrame = SlaveHandshake | SlaveAck
+MasterFrame = MasterHandshake | Transfer
+
+
+class _Buffer:
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def _state(self) -> HAState | None:
+        if len(self._buf) < 4:
+            return None
+        (raw,) = struct.unpack_from(">i", self._buf, 0)
+        try:
+            return HAState(raw)
+        except ValueError:
+            raise HAProtocolError(f"unknown HA state {raw}") from None
+
+
+class SlaveFrameDecoder(_Buffer):
+    """Master side: decodes what a slave sends."""
+
+    def feed(self, data: bytes) -> list[SlaveFrame]:
+        self._buf += data
+        out: list[SlaveFrame] = []
+        while (state := self._state()) is not None:
+            if state is HAState.HANDSHAKE:
+                if len(self._buf) < _SLAVE_HANDSHAKE.size:
+                    break
+                _, flags, broker_id = _SLAVE_HANDSHAKE.unpack_from(self._buf, 0)
+                del self._buf[:_SLAVE_HANDSHAKE.size]
+                if flags & ~(FLAG_SYNC_FROM_LAST_FILE | FLAG_ASYNC_LEARNER):
+                    raise HAProtocolError(f"unknown handshake flags {flags:#x}")
+                if broker_id < 0:
+                    raise HAProtocolError(f"negative slave broker id {broker_id}")
+                out.append(SlaveHandshake(broker_id, bool(flags & FLAG_SYNC_FROM_LAST_FILE),
+                                          bool(flags & FLAG_ASYNC_LEARNER)))
+            elif state is HAState.TRANSFER:
+                if len(self._buf) < _SLAVE_ACK.size:
+                    break
+                _, offset = _SLAVE_ACK.unpack_from(self._buf, 0)
+                del self._buf[:_SLAVE_ACK.size]
+                if offset < 0:
+                    raise HAProtocolError(f"negative ack offset {offset}")
+                out.append(SlaveAck(offset))
+            else:
+                raise HAProtocolError(f"a slave does not send state {state.name}")
+        return out
+
+
+class MasterFrameDecoder(_Buffer):
+    """Slave side: decodes what the master sends; bodies are capped at ``max_body``."""
+
+    def __init__(self, max_body: int) -> None:
+        super().__init__()
+        self.max_body = max_body
+
+    def feed(self, data: bytes) -> list[MasterFrame]:
+        self._buf += data
+        out: list[MasterFrame] = []
+        while (state := self._state()) is not None:
+            frame: MasterFrame | None
+            if state is HAState.HANDSHAKE:
+                frame = self._handshake()
+            elif state is HAState.TRANSFER:
+                frame = self._transfer()
+            else:
+                raise HAProtocolError(f"a master does not send state {state.name}")
+            if frame is None:
+                break
+            out.append(frame)
+        return out
+
+    def _handshake(self) -> MasterHandshake | None:
+        if len(self._buf) < _MASTER_HANDSHAKE.size:
+            return None
+        _, size, max_offset, epoch = _MASTER_HANDSHAKE.unpack_from(self._buf, 0)
+        if size < 0 or size % _EPOCH_ENTRY.size or size > MAX_EPOCH_ENTRIES * _EPOCH_ENTRY.size:
+            raise HAProtocolError(f"bad epoch list size {size}")
+        end = _MASTER_HANDSHAKE.size + size
+        if len(self._buf) < end:
+            return None
+        pairs = [_EPOCH_ENTRY.unpack_from(self._buf, at)
+                 for at in range(_MASTER_HANDSHAKE.size, end, _EPOCH_ENTRY.size)]
+        del self._buf[:end]
+        entries = tuple(pairs)
+        if any(e < 0 or s < 0 for e, s in entries):
+            raise HAProtocolError("negative epoch or start offset in the epoch list")
+        if any(b[0] <= a[0] or b[1] < a[1] for a, b in itertools.pairwise(entries)):
+            raise HAProtocolError("master epoch entries are not increasing")
+        return MasterHandshake(max_offset, epoch, entries)
+
+    def _transfer(self) -> Transfer | None:
+        if len(self._buf) < _TRANSFER.size:
+            return None
+        _, size, offset, epoch, epoch_start, confirm = _TRANSFER.unpack_from(self._buf, 0)
+        if size < 0 or size > self.max_body:
+            raise HAProtocolError(f"transfer body of {size} bytes (limit {self.max_body})")
+        if offset < 0 or epoch_start < 0 or epoch_start > offset:
+            raise HAProtocolError(f"bad transfer header: offset {offset}, epoch start "
+                                  f"{epoch_start}")
+        end = _TRANSFER.size + size
+        if len(self._buf) < end:
+            return None
+        body = bytes(self._buf[_TRANSFER.size:end])
+        del self._buf[:end]
+        return Transfer(offset, epoch, epoch_start, confirm, body)

@@ -1,0 +1,135 @@
+"""An in-process controller-mode group: one controller and N brokers on 127.0.0.x.
+
+Real sockets and the real HA stream; the controller runs single-node consensus.
+``GroupHarness.kill(i)`` stops a broker abruptly (its connections close, as after
+SIGKILL; the store is closed as it is, so what it wrote stays).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from mqcluster.broker.config import BrokerConfig, check_broker_config
+from mqcluster.broker.server import BrokerServer
+from mqcluster.controller.config import ControllerConfig
+from mqcluster.controller.consensus import LocalConsensus
+from mqcluster.controller.service import ControllerService
+from mqcluster.store.message import MessageRecord, PutResult
+from tests.procs import free_addr
+
+TOPIC = "TopicHA"
+
+
+def broker_config(root: Path, controller: str, ip: str, **extra: object) -> BrokerConfig:
+    def port() -> int:
+        return int(free_addr(ip).rsplit(":", 1)[1])
+
+    props: dict[str, object] = {
+        "brokerClusterName": "HACluster",
+        "brokerName": "group-a",
+        "brokerIP1": ip,
+        "bindAddress": ip,
+        "listenPort": port(),
+        "haListenPort": port(),
+        "enableProxy": False,
+        "metricsExporterType": "DISABLE",
+        "storePathRootDir": str(root),
+        "mappedFileSizeCommitLog": 1024 * 1024,
+        "maxMessageSize": 64 * 1024,
+        "enableControllerMode": True,
+        "controllerAddr": controller,
+        "syncBrokerMetadataPeriod": 300,
+        "brokerHeartbeatInterval": 200,
+        "controllerHeartBeatTimeoutMills": 1500,
+        "haSendHeartbeatInterval": 200,
+        "haMaxTimeSlaveNotCatchup": 3000,
+        "allAckInSyncStateSet": True,
+        "slaveTimeout": 3000,
+    }
+    props.update(extra)
+    return check_broker_config(BrokerConfig.model_validate(props))
+
+
+class GroupHarness:
+    def __init__(self, tmp: Path, size: int, **broker_extra: object) -> None:
+        self.tmp = tmp
+        self.size = size
+        self.broker_extra = broker_extra
+        self.controller: ControllerService | None = None
+        self.configs: list[BrokerConfig] = []
+        self.brokers: list[BrokerServer | None] = []
+
+    async def start(self) -> None:
+        addr = free_addr()
+        cfg = ControllerConfig.model_validate({
+            "controllerDLegerPeers": f"n0-{addr}",
+            "controllerDLegerSelfId": "n0",
+            "controllerStorePath": str(self.tmp / "controller"),
+            "scanNotActiveBrokerInterval": 200,
+        })
+        self.controller = ControllerService(
+            cfg, consensus_factory=lambda sm, _reg: LocalConsensus("n0", sm))
+        await self.controller.start()
+        for i in range(self.size):
+            ip = f"127.0.0.{20 + i}"
+            self.configs.append(broker_config(self.tmp / f"b{i}", addr, ip, **self.broker_extra))
+            self.brokers.append(None)
+        for i in range(self.size):
+            await self.start_broker(i)
+
+    async def start_broker(self, i: int, **changes: object) -> BrokerServer:
+        if changes:
+            self.configs[i] = self.configs[i].model_copy(update=changes)
+        server = BrokerServer(self.configs[i])
+        await server.start()
+        self.brokers[i] = server
+        return server
+
+    def broker(self, i: int) -> BrokerServer:
+        b = self.brokers[i]
+        assert b is not None, f"broker {i} is down"
+        return b
+
+    async def kill(self, i: int) -> None:
+        """Stop broker ``i`` the way a crash looks from outside: connections drop."""
+        b = self.brokers[i]
+        self.brokers[i] = None
+        if b is None:
+            return
+        if b.replicas is not None:
+            await b.replicas.stop()
+            b.replicas = None
+        if b.registrar is not None:
+            b.registrar = None
+        await b.stop()
+
+    def master_index(self) -> int | None:
+        for i, b in enumerate(self.brokers):
+            if b is not None and b.replicas is not None and b.replicas.is_master:
+                return i
+        return None
+
+    async def wait_for(self, cond: Callable[[], object], timeout: float = 20.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not cond():
+                await asyncio.sleep(0.02)
+
+    async def wait_master(self, timeout: float = 20.0) -> int:
+        await self.wait_for(lambda: self.master_index() is not None, timeout)
+        i = self.master_index()
+        assert i is not None
+        return i
+
+    async def put(self, i: int, body: bytes, queue: int = 0) -> PutResult:
+        store = self.broker(i).context.store
+        return await store.put_message(MessageRecord(TOPIC, queue, body))
+
+    async def stop(self) -> None:
+        for i in range(len(self.brokers)):
+            with contextlib.suppress(Exception):
+                await self.kill(i)
+        if self.controller is not None:
+            await self.controller.stop()
