@@ -290,10 +290,15 @@ class ReplicasManager:
         if not self.epochs.append(info.master_epoch, store.commitlog_max_offset):
             raise RuntimeError(f"epoch {info.master_epoch} at {store.commitlog_max_offset} "
                                f"does not follow the epoch file's last entry")
-        store.set_confirm_offset(store.commitlog_max_offset)
-        await store.wait_dispatched()
-        self.master.activate(self.broker_id, set(info.sync_state_set) or {self.broker_id},
-                             info.sync_state_set_epoch, self._report_sync_state_set)
+        members = set(info.sync_state_set) | {self.broker_id}
+        if members == {self.broker_id}:
+            store.set_confirm_offset(store.commitlog_max_offset)
+        elif store.confirm_offset is None:
+            store.set_confirm_offset(store.dispatched_offset)
+        confirm = store.confirm_offset
+        await store.wait_dispatched(confirm)
+        self.master.activate(self.broker_id, members, info.sync_state_set_epoch,
+                             self._report_sync_state_set)
         self.master_epoch = info.master_epoch
         addrs = self.ctx.addresses
         self.ctx.set_role(ReplicaRole(MASTER_ID, True, addrs.broker, addrs.grpc,

@@ -150,17 +150,18 @@ class HAMasterService:
         self._data = asyncio.Event()
 
     def _update_confirm(self) -> None:
-        """Confirm offset: the least offset among the SyncStateSet members connected now
-        (a member that is gone stops holding consumers back; it still holds acks)."""
+        """Confirm offset: the least offset among the SyncStateSet members. While a member
+        is not connected it stays where it is (RocketMQ does the same): consumers only
+        ever see what every member has, until the controller accepts a smaller set."""
         view = self.view
         if view is None:
             return
         connected = {b for b, c in self._conns.items() if c.transferring}
-        members = {b for b in view.members if b == view.master_id or b in connected}
-        confirm = min(view.offset_of(b) for b in members)
-        if confirm != self.store.confirm_offset:
-            self.store.set_confirm_offset(confirm)
-            self._wake_senders()
+        if all(b == view.master_id or b in connected for b in view.members):
+            confirm = view.confirm_offset
+            if confirm != self.store.confirm_offset:
+                self.store.set_confirm_offset(confirm)
+                self._wake_senders()
         self._waiters.release()
 
     def _transferred(self, broker_id: int | None) -> None:

@@ -147,7 +147,7 @@ class HASlaveClient:
         if point.restart_empty:
             if local_max > store.commitlog_min_offset:
                 log.warning("replica data ends below what the master keeps; starting empty")
-            await store.truncate_commitlog(None)
+                await store.truncate_commitlog(None)
             self.epochs.truncate_suffix_by_offset(0)
             return
         if point.truncate_to < local_max:
