@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from mqcluster.admin.commands import fetch_epoch_caches, get_sync_state_set
+from mqcluster.broker.replicas_manager import ReplicasManager
+from mqcluster.ha.protocol import HAProtocolError, MasterHandshake, Transfer
+from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import PutStatus
 from tests.ha.group import GroupHarness
 
@@ -122,8 +129,6 @@ async def test_laggard_leaves_the_sync_state_set_and_rejoins(group3: GroupHarnes
     await slave.stop()
     await full_set(g, m, 2)
     assert (await g.put(m, b"two acks suffice now")).ok
-    slave.state = slave.state.READY
-    slave._task = None
     slave.start()
     await full_set(g, m, 3)
     end = g.broker(m).context.store.commitlog_max_offset
@@ -168,3 +173,102 @@ async def test_async_learner_never_joins_nor_leads(tmp_path: Path) -> None:
         assert g.master_index() is None, "an async learner is never elected"
     finally:
         await g.stop()
+
+
+async def test_malformed_handshake_closes_only_that_connection(group3: GroupHarness) -> None:
+    g = group3
+    m = await g.wait_master()
+    await full_set(g, m)
+    host, port = g.configs[m].ha_addr.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(struct.pack(">iiq", 42, 0, 7))  # state 42 does not exist
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), 5) == b"", "the master closes the connection"
+    writer.close()
+    assert (await g.put(m, b"still replicating")).ok
+    view = g.broker(m).replicas.master.view  # type: ignore[union-attr]
+    assert view is not None and len(view.members) == 3
+
+
+async def test_transfer_that_does_not_follow_restarts_the_handshake(
+        group3: GroupHarness) -> None:
+    g = group3
+    m = await g.wait_master()
+    await full_set(g, m)
+    assert (await g.put(m, b"before")).ok
+    s = next(i for i in range(3) if i != m)
+    slave = g.broker(s).replicas.slave  # type: ignore[union-attr]
+    assert slave is not None
+    store = g.broker(s).context.store
+    await g.wait_for(lambda: store.commitlog_max_offset
+                     == g.broker(m).context.store.commitlog_max_offset)
+    before = store.commitlog_max_offset
+    handshakes = slave.handshakes
+    bogus = Transfer(before + 4096, 1, 0, 0, b"\x00" * 64)
+    with pytest.raises(HAProtocolError, match="does not follow"):
+        await slave.apply(bogus)
+    assert store.commitlog_max_offset == before, "nothing is appended"
+    # On the wire: the same frame from a fake master makes the slave handshake again.
+    fake = await asyncio.start_server(lambda r, w: _send_bogus(r, w, bogus), "127.0.0.1", 0)
+    fake_port = fake.sockets[0].getsockname()[1]
+    real = slave.master_ha_addr
+    await slave.stop()
+    slave.master_ha_addr = f"127.0.0.1:{fake_port}"
+    slave.start()
+    await g.wait_for(lambda: slave.handshakes >= handshakes + 2)
+    assert store.commitlog_max_offset == before
+    await slave.stop()
+    slave.master_ha_addr = real
+    slave.start()
+    fake.close()
+    assert (await g.put(m, b"after")).ok
+    await g.wait_for(lambda: store.commitlog_max_offset
+                     == g.broker(m).context.store.commitlog_max_offset)
+
+
+async def _send_bogus(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      bogus: Transfer) -> None:
+    await reader.readexactly(16)  # handshake
+    writer.write(MasterHandshake(bogus.offset, 1, ((1, 0),)).encode())
+    await reader.readexactly(12)  # the slave's offset
+    writer.write(bogus.encode())
+    await writer.drain()
+    with contextlib.suppress(Exception):
+        await reader.read()
+    writer.close()
+
+
+async def test_admin_shows_real_epochs_and_sync_state_set(group3: GroupHarness) -> None:
+    g = group3
+    m = await g.wait_master()
+    await full_set(g, m)
+    assert (await g.put(m, b"x" * 100)).ok
+    end = g.broker(m).context.store.commitlog_max_offset
+    await g.wait_for(lambda: all(g.broker(i).context.store.commitlog_max_offset == end
+                                 for i in range(3)))
+    caches, errors = await fetch_epoch_caches([g.configs[i].broker_addr for i in range(3)])
+    assert not errors
+    assert {c.cache.max_offset for c in caches} == {end}
+    lists = [[(e.epoch, e.start_offset, e.end_offset) for e in c.cache.epoch_list]
+             for c in caches]
+    assert lists[0] == lists[1] == lists[2] == [(1, 0, end)]
+    assert g.controller is not None
+    report = await get_sync_state_set(g.controller.self_addr, "group-a", None, None)
+    assert "group-a" in report.text
+    data = report.data
+    text = str(data)
+    for i in range(3):
+        assert g.configs[i].broker_addr in text
+
+
+def test_epochs_of_deleted_segments_are_dropped(tmp_path: Path) -> None:
+    epochs = EpochFileCache.load(str(tmp_path / "epochs"))
+    epochs.append(1, 0)
+    epochs.append(2, 5000)
+
+    class Store:
+        commitlog_min_offset = 8192
+    manager = SimpleNamespace(epochs=epochs, store=Store())
+    ReplicasManager.correct_epochs(manager)  # type: ignore[arg-type]
+    reloaded = EpochFileCache.load(str(tmp_path / "epochs"))
+    assert [(e.epoch, e.start_offset) for e in reloaded.entries] == [(2, 8192)]

@@ -100,7 +100,6 @@ class ReplicasManager:
         self.epochs = EpochFileCache.load(str(cfg.epoch_file))
         # Recovery may have cut the commitlog below terms the file still names.
         self.epochs.truncate_suffix_by_offset(store.commitlog_max_offset + 1)
-        self.epochs.truncate_prefix_by_offset(store.commitlog_min_offset)
         self.master = HAMasterService(store, self.epochs, master_options(cfg))
         store.write_gate = MasterGate(self.master)
         self.slave: HASlaveClient | None = None
@@ -116,6 +115,7 @@ class ReplicasManager:
         self._role_known = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._ha_server: asyncio.Server | None = None
+        self.correct_epochs()
         registry.register(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, self._on_notify)
         registry.register(RequestCode.GET_BROKER_EPOCH_CACHE, self._on_get_epoch_cache)
         ignored = {"brokerId", "brokerRole"} & cfg.model_fields_set
@@ -195,8 +195,15 @@ class ReplicasManager:
             except Exception:
                 log.exception("replicas manager job failed")
 
+    def correct_epochs(self) -> None:
+        """Drop terms whose segments retention deleted (RIP-44's third correction)."""
+        first = self.epochs.entries[:1]
+        if first and first[0].start_offset < self.store.commitlog_min_offset:
+            self.epochs.truncate_prefix_by_offset(self.store.commitlog_min_offset)
+
     async def _heartbeat(self) -> None:
         cfg, store = self.config, self.store
+        self.correct_epochs()
         header = BrokerHeartbeatRequestHeader(
             cluster_name=cfg.brokerClusterName,
             broker_addr=self.ctx.addresses.broker,

@@ -65,6 +65,7 @@ class HAMasterService:
         self._conns: dict[int, _SlaveConnection] = {}
         self._data = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._serving: set[asyncio.Task[object]] = set()
         self._checker: asyncio.Task[None] | None = None
         store.add_append_listener(self._on_append)
 
@@ -94,6 +95,12 @@ class HAMasterService:
                 await checker
         for conn in list(self._conns.values()):
             conn.close()
+        self._wake_senders()
+        # Connection tasks end on their own once their sockets close (cancelling the
+        # stream server's callback tasks would make asyncio log them as errors).
+        serving = list(self._serving)
+        if serving:
+            await asyncio.wait(serving, timeout=5)
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -226,7 +233,7 @@ class HAMasterService:
         conn = _SlaveConnection(self, reader, writer)
         task = asyncio.current_task()
         if task is not None:
-            self._tasks.add(task)
+            self._serving.add(task)
         try:
             await conn.run()
         except HAProtocolError as exc:
@@ -242,7 +249,7 @@ class HAMasterService:
                     self._update_confirm()
                     self._maybe_report()
             if task is not None:
-                self._tasks.discard(task)
+                self._serving.discard(task)
 
     def slave_offsets(self) -> dict[int, int]:
         view = self.view

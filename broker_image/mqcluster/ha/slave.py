@@ -64,6 +64,7 @@ class HASlaveClient:
 
     def start(self) -> None:
         if self._task is None:
+            self.state = HAState.READY
             self._task = asyncio.get_running_loop().create_task(self._run(), name="ha-slave")
 
     async def stop(self) -> None:
