@@ -122,7 +122,7 @@ class ReplicasManager:
         if ignored:
             log.warning("%s ignored: in controller mode the controller assigns them",
                         ", ".join(sorted(ignored)))
-        ctx.set_role(ReplicaRole(-1, False))
+        ctx.set_role(ReplicaRole(cfg.brokerId, False))  # until the controller answers
 
     # ---- lifecycle ---------------------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""A controller-mode group as real processes: 3 ``mqcontroller``, ``mqnamesrv``, N ``mqbroker``.
+
+Every process binds its own 127.0.0.x address with ports chosen at run time; ``close()``
+kills whatever is still running. Brokers are SIGKILLed (``kill``), SIGSTOPped
+(``hang``/``wake``) and restarted on the same store (``restart``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+from mqcluster.controller.client import ControllerClient, ReplicaInfo
+from mqcluster.controller.localcluster import LocalControllerCluster
+from mqcluster.store.message import StoredMessage
+from mqcluster.store.offline import iter_messages
+from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from tests.procs import free_addr
+
+GROUP = "group-a"
+CLUSTER = "HACluster"
+
+
+class ProcessGroup:
+    def __init__(self, tmp: Path, size: int = 3, **broker_props: str) -> None:
+        self.tmp = tmp
+        self.size = size
+        self.broker_props = broker_props
+        self.controllers = LocalControllerCluster(
+            [free_addr() for _ in range(3)], tmp / "controllers",
+            options={"scanNotActiveBrokerInterval": "200",
+                     "brokerHeartbeatTimeoutMills": "1500"})
+        self.namesrv: NamesrvProc | None = None
+        self.brokers: list[BrokerProc] = []
+        self.client: ControllerClient | None = None
+
+    async def start(self) -> None:
+        self.controllers.start_all()
+        await self.controllers.wait_active(30)
+        self.namesrv = await start_namesrv(self.tmp)
+        self.client = ControllerClient(self.controllers.controller_addr, retry_timeout=10)
+        for i in range(self.size):
+            ip = free_addr().rsplit(":", 1)[0]
+            root = self.tmp / f"b{i}"
+            root.mkdir(parents=True, exist_ok=True)
+            props = {
+                "brokerClusterName": CLUSTER,
+                "brokerName": GROUP,
+                "namesrvAddr": self.namesrv.addr,
+                "storePathRootDir": str(root / "store"),
+                "enableControllerMode": "true",
+                "controllerAddr": self.controllers.controller_addr,
+                "enableProxy": "true",
+                "allAckInSyncStateSet": "true",
+                "syncBrokerMetadataPeriod": "500",
+                "brokerHeartbeatInterval": "300",
+                "controllerHeartBeatTimeoutMills": "1500",
+                "haSendHeartbeatInterval": "300",
+                "haMaxTimeSlaveNotCatchup": "4000",
+                "slaveTimeout": "3000",
+                "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
+                "maxMessageSize": str(1024 * 1024),
+                "flushDiskType": "ASYNC_FLUSH",
+                **self.broker_props,
+            }
+            props.pop("brokerId", None)
+            self.brokers.append(await start_broker(root, ip, **props))
+
+    @property
+    def endpoints(self) -> str:
+        """Every replica's gRPC endpoint, as a client configured for the group lists them."""
+        return ";".join(f"{b.ip}:{b.props['grpcServerPort']}" for b in self.brokers)
+
+    async def replica_info(self) -> ReplicaInfo:
+        assert self.client is not None
+        return await self.client.get_replica_info(GROUP)
+
+    def index_of(self, addr: str | None) -> int | None:
+        return next((i for i, b in enumerate(self.brokers) if b.addr == addr), None)
+
+    async def wait_master(self, timeout: float = 30.0, *, not_index: int | None = None) -> int:
+        async with asyncio.timeout(timeout):
+            while True:
+                with contextlib.suppress(Exception):
+                    info = await self.replica_info()
+                    i = self.index_of(info.master_address)
+                    if i is not None and i != not_index and self.alive(i):
+                        return i
+                await asyncio.sleep(0.05)
+
+    async def wait_sync_state_set(self, size: int, timeout: float = 60.0) -> ReplicaInfo:
+        async with asyncio.timeout(timeout):
+            while True:
+                with contextlib.suppress(Exception):
+                    info = await self.replica_info()
+                    if len(info.sync_state_set) >= size:
+                        return info
+                await asyncio.sleep(0.1)
+
+    def alive(self, i: int) -> bool:
+        p = self.brokers[i].proc
+        return p is not None and p.returncode is None
+
+    async def kill(self, i: int) -> None:
+        await self.brokers[i].kill()
+
+    def hang(self, i: int) -> None:
+        p = self.brokers[i].proc
+        assert p is not None
+        os.kill(p.pid, signal.SIGSTOP)
+
+    def wake(self, i: int) -> None:
+        p = self.brokers[i].proc
+        assert p is not None
+        os.kill(p.pid, signal.SIGCONT)
+
+    async def restart(self, i: int) -> None:
+        await self.brokers[i].restart()
+
+    async def stop_brokers(self) -> None:
+        """SIGTERM every broker (clean shutdown, stores closed) for offline checks."""
+        for i, b in enumerate(self.brokers):
+            if self.alive(i):
+                self.wake(i)
+                await b.terminate()
+
+    def store_dir(self, i: int) -> Path:
+        return Path(self.brokers[i].props["storePathRootDir"])
+
+    def messages(self, i: int) -> list[StoredMessage]:
+        return list(iter_messages(str(self.store_dir(i) / "commitlog")))
+
+    def commitlog(self, i: int) -> bytes:
+        out = b""
+        directory = self.store_dir(i) / "commitlog"
+        for name in sorted(os.listdir(directory)):
+            out += (directory / name).read_bytes()
+        return out
+
+    async def close(self) -> None:
+        for b in self.brokers:
+            with contextlib.suppress(Exception):
+                if b.proc is not None and b.proc.returncode is None:
+                    os.kill(b.proc.pid, signal.SIGCONT)
+                await b.kill()
+        if self.namesrv is not None:
+            await self.namesrv.kill()
+        self.controllers.kill_all()
+        if self.client is not None:
+            await self.client.close()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- broker {i}\n{b.log_tail(60)}" for i, b in enumerate(self.brokers))
