@@ -87,3 +87,22 @@ async def test_one_bad_message_refuses_the_batch(store_factory: StoreFactory) ->
     prepared.sys_flag = 0x1 << 2
     assert (await store.put_batch(prepared)).status is PutStatus.MESSAGE_ILLEGAL
     assert store.commitlog_max_offset == 0
+
+
+async def test_a_rolled_segment_is_readable_to_its_end(store_factory: StoreFactory,
+                                                       tmp_path: Path) -> None:
+    """Replication reads raw bytes up to each segment's end, blank filler included."""
+    store = store_factory(tmp_path / "roll")
+    await store.start()
+    for start in range(0, 40, 8):
+        assert (await store.put_batch(_raw(_records(8, start)))).status is PutStatus.PUT_OK
+    size = store.config.mappedFileSizeCommitLog
+    assert store.commitlog_max_offset > size
+    offset, total = 0, b""
+    while offset < size:
+        chunk = store.read_commitlog(offset, 1000)
+        assert chunk, f"nothing readable at {offset} of a {size}-byte segment"
+        total += chunk
+        offset += len(chunk)
+    assert offset == size
+    await store.shutdown()

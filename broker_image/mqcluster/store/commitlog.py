@@ -173,6 +173,7 @@ class CommitLog:
                 if seg.write_pos == 0:
                     raise SegmentError(f"a {sizes[i]} byte message does not fit a segment")
                 seg.append(codec.encode_blank(seg.size - seg.write_pos))
+                seg.write_pos = seg.size  # the blank record covers the rest of the file
                 seg = self.files.create(seg.limit)
                 continue
             shift = seg.start + seg.write_pos - starts[i]
