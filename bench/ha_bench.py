@@ -1,0 +1,191 @@
+"""Controller-mode replication: what copying to three replicas costs, and failover gaps.
+
+* Throughput: 1 KiB messages, native client, batched (``BATCH`` per request,
+  ``SENDERS`` concurrent requests), against a 3-replica group with
+  ``allAckInSyncStateSet=true`` and, in the same run, against one unreplicated broker.
+  The unreplicated rate is the row's ``limit``. CPU microseconds per acknowledged
+  message are printed for every broker process and for the client, so the cost of
+  replication on a 2-core machine shows where it goes.
+* Failover: the official client configured with the three replicas' endpoints sends
+  one message at a time; the master is SIGKILLed ``HA_BENCH_KILLS`` times (default 20,
+  restarted each time) and SIGSTOPped ``HA_BENCH_HANGS`` times (default 5, woken after
+  the new master is elected). The figure is the longest gap between two acknowledged
+  sends around each fault: median and max.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench import Row, cpu_seconds
+from bench.broker_bench import BrokerProcess
+from mqcluster.client import AdminClient, Message, Producer
+from tests.ha.cluster import ProcessGroup
+
+NAME = "ha"
+MSG_SIZE = 1024
+BATCH = 32
+SENDERS = 4
+PHASE_SECONDS = 4.0
+TOPIC = "BenchHA"
+KILLS = int(os.environ.get("HA_BENCH_KILLS", "20"))
+HANGS = int(os.environ.get("HA_BENCH_HANGS", "5"))
+
+
+async def batched(addr: str, pids: list[int]) -> tuple[float, list[float]]:
+    """(messages/s, CPU seconds per message of each pid) for PHASE_SECONDS of batches."""
+    async with AdminClient(broker_addr=addr) as admin:
+        await admin.create_topic(TOPIC, queue_nums=8)
+    payload = random.randbytes(MSG_SIZE)
+    count = 0
+    async with Producer(broker_addr=addr, retries=0) as producer:
+        cpu0 = [cpu_seconds([p]) for p in pids]
+        started = time.perf_counter()
+        deadline = started + PHASE_SECONDS
+
+        async def loop() -> None:
+            nonlocal count
+            while time.perf_counter() < deadline:
+                msgs = [Message(TOPIC, payload) for _ in range(BATCH)]
+                count += len(await producer.send_batch(msgs))
+
+        await asyncio.gather(*(loop() for _ in range(SENDERS)))
+        elapsed = time.perf_counter() - started
+        per_msg = [(cpu_seconds([p]) - c) / max(1, count) for p, c in zip(pids, cpu0,
+                                                                           strict=True)]
+    return count / elapsed, per_msg
+
+
+def micro(per_msg: list[float]) -> str:
+    return ", ".join(f"{x * 1e6:.0f}" for x in per_msg)
+
+
+class AckClock:
+    """The official client sending one message at a time; when each ack came."""
+
+    def __init__(self, endpoints: str) -> None:
+        self.endpoints = endpoints
+        self.acks: list[float] = []
+        self.failures = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from rocketmq import ClientConfiguration, Credentials
+        from rocketmq import Message as GrpcMessage
+        from rocketmq import Producer as GrpcProducer
+
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        p = GrpcProducer(ClientConfiguration(self.endpoints, Credentials(), request_timeout=3),
+                         (TOPIC,))
+        p.startup()
+        try:
+            while not self.stop.is_set():
+                m = GrpcMessage()
+                m.topic = TOPIC
+                m.body = b"x" * MSG_SIZE
+                try:
+                    p.send(m)
+                    self.acks.append(time.monotonic())
+                except Exception:
+                    self.failures += 1
+        finally:
+            p.shutdown()
+
+    async def wait_acks(self, n: int, timeout: float = 60.0) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.acks) < n:
+                await asyncio.sleep(0.02)
+
+    def gap_around(self, t: float) -> float:
+        """The longest gap between acks that spans the fault at ``t``."""
+        before = max((a for a in self.acks if a <= t), default=t)
+        after = min((a for a in self.acks if a > t), default=time.monotonic())
+        return after - before
+
+
+async def failover(g: ProcessGroup) -> tuple[list[float], list[float], int]:
+    clock = AckClock(g.endpoints)
+    clock.thread.start()
+    kills: list[float] = []
+    hangs: list[float] = []
+    rng = random.Random(7)
+    try:
+        await clock.wait_acks(20)
+        for _ in range(KILLS):
+            m = await g.wait_master()
+            await g.wait_sync_state_set(3)
+            await asyncio.sleep(rng.uniform(0.2, 0.6))
+            t = time.monotonic()
+            await g.kill(m)
+            await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 3)
+            kills.append(clock.gap_around(t))
+            await g.restart(m)
+        for _ in range(HANGS):
+            m = await g.wait_master()
+            await g.wait_sync_state_set(3)
+            await asyncio.sleep(rng.uniform(0.2, 0.6))
+            t = time.monotonic()
+            g.hang(m)
+            await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 3)
+            hangs.append(clock.gap_around(t))
+            g.wake(m)
+    finally:
+        clock.stop.set()
+        await asyncio.to_thread(clock.thread.join, 30)
+    return kills, hangs, clock.failures
+
+
+async def _run(root: Path) -> list[Row]:
+    rows: list[Row] = []
+    ip = "127.0.0.61"
+    (root / "single").mkdir()
+    single = BrokerProcess(root / "single", ip, brokerName="bench-single")
+    await single.start()
+    try:
+        assert single.proc is not None
+        plain_rate, plain_cpu = await batched(single.addr, [single.proc.pid, os.getpid()])
+    finally:
+        await single.stop()
+    g = ProcessGroup(root / "group")
+    try:
+        await g.start()
+        await g.wait_sync_state_set(3)
+        m = await g.wait_master()
+        pids = [b.proc.pid for b in g.brokers if b.proc is not None]
+        order = [m] + [i for i in range(3) if i != m]
+        rate, per_msg = await batched(g.brokers[m].addr,
+                                      [pids[i] for i in order] + [os.getpid()])
+        rows += [
+            Row(NAME, "unreplicated broker, batched 1 KiB", plain_rate, "msgs/s",
+                note=f"CPU us/msg: broker, client = {micro(plain_cpu)}"),
+            Row(NAME, "3 replicas, allAckInSyncStateSet, batched 1 KiB", rate, "msgs/s",
+                ">= 0.6 x unreplicated", plain_rate,
+                note=f"CPU us/msg: master, slave, slave, client = {micro(per_msg)}; "
+                     f"whole group {sum(per_msg[:3]) * 1e6:.0f}"),
+        ]
+        if not KILLS and not HANGS:
+            return rows
+        kills, hangs, failures = await failover(g)
+        for label, gaps, target in (("SIGKILL", kills, "median < 0.5 s"),
+                                    ("SIGSTOP", hangs, "median < 3 s")):
+            if gaps:
+                rows.append(Row(NAME, f"failover gap after {label} of the master (median)",
+                                statistics.median(gaps), "s", target,
+                                note=f"max {max(gaps):.2f} s over {len(gaps)}; official "
+                                     f"client, 3 endpoints; failed sends {failures}"))
+    finally:
+        await g.close()
+    return rows
+
+
+def run() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bench-ha-") as tmp:
+        return asyncio.run(_run(Path(tmp)))
