@@ -61,6 +61,7 @@ class ProcessGroup:
                 "haSendHeartbeatInterval": "300",
                 "haMaxTimeSlaveNotCatchup": "4000",
                 "slaveTimeout": "3000",
+                "slaveSyncInterval": "500",
                 "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
                 "maxMessageSize": str(1024 * 1024),
                 "flushDiskType": "ASYNC_FLUSH",

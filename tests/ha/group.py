@@ -48,6 +48,7 @@ def broker_config(root: Path, controller: str, ip: str, **extra: object) -> Brok
         "haMaxTimeSlaveNotCatchup": 3000,
         "allAckInSyncStateSet": True,
         "slaveTimeout": 3000,
+        "slaveSyncInterval": 200,
     }
     props.update(extra)
     return check_broker_config(BrokerConfig.model_validate(props))

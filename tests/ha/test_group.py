@@ -16,6 +16,8 @@ from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.ha.protocol import HAProtocolError, MasterHandshake, Transfer
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import PutStatus
+from mqcluster.store.subscription_group import SubscriptionGroupConfig
+from mqcluster.store.topic_config import TopicConfig
 from tests.ha.group import GroupHarness
 
 
@@ -272,3 +274,18 @@ def test_epochs_of_deleted_segments_are_dropped(tmp_path: Path) -> None:
     ReplicasManager.correct_epochs(manager)  # type: ignore[arg-type]
     reloaded = EpochFileCache.load(str(tmp_path / "epochs"))
     assert [(e.epoch, e.start_offset) for e in reloaded.entries] == [(2, 8192)]
+
+
+async def test_slaves_copy_topics_groups_and_consumer_offsets(group3: GroupHarness) -> None:
+    g = group3
+    m = await g.wait_master()
+    master = g.broker(m).context.store
+    master.topics.put(TopicConfig("SyncedTopic", 4, 4))
+    master.subscriptions.put(SubscriptionGroupConfig("SyncedGroup"))
+    master.offsets.commit("SyncedGroup", "SyncedTopic", 2, 17)
+    for i in range(3):
+        store = g.broker(i).context.store
+        await g.wait_for(lambda store=store: store.offsets.query(
+            "SyncedGroup", "SyncedTopic", 2) == 17)
+        assert store.topics.get("SyncedTopic") is not None
+        assert store.subscriptions.get("SyncedGroup") is not None

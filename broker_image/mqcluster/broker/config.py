@@ -137,6 +137,7 @@ class BrokerConfig(RocketConfig):
     controllerHeartBeatTimeoutMills: PositiveInt = 10000
     brokerHeartbeatInterval: PositiveInt = 1000
     slaveTimeout: PositiveInt = 3000
+    slaveSyncInterval: PositiveInt = 3000
     haMaxTimeSlaveNotCatchup: PositiveInt = 15000
     haSendHeartbeatInterval: PositiveInt = 5000
     haHousekeepingInterval: PositiveInt = 20000

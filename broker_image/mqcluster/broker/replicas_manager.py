@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
+from mqcluster.broker.slave_sync import sync_from_master
 from mqcluster.client.broker_api import BrokerApi
+from mqcluster.client.errors import ClientError
 from mqcluster.controller.broker_identity import register_with_controller
 from mqcluster.controller.client import ControllerClient, ControllerError, ReplicaInfo
 from mqcluster.controller.protocol import (
@@ -181,6 +183,7 @@ class ReplicasManager:
             loop.create_task(self._every(cfg.brokerHeartbeatInterval, self._heartbeat)),
             loop.create_task(self._every(cfg.syncBrokerMetadataPeriod, self._poll_replica_info)),
             loop.create_task(self._every(cfg.syncControllerMetadataPeriod, self._find_active)),
+            loop.create_task(self._every(cfg.slaveSyncInterval, self._sync_from_master)),
         ]
 
     @staticmethod
@@ -190,8 +193,9 @@ class ReplicasManager:
             await asyncio.sleep(period_ms / 1000)
             try:
                 await job()
-            except (ControllerError, RpcError, OSError, TimeoutError) as exc:
-                log.info("controller request failed: %s", exc)
+            except (ControllerError, ClientError, RpcError, OSError, TimeoutError,
+                    ValueError) as exc:
+                log.info("%s failed: %s", getattr(job, "__name__", "job"), exc)
             except Exception:
                 log.exception("replicas manager job failed")
 
@@ -219,6 +223,9 @@ class ReplicasManager:
 
     async def _poll_replica_info(self) -> None:
         await self.apply(await self.client.get_replica_info(self.config.brokerName))
+
+    async def _sync_from_master(self) -> None:
+        await sync_from_master(self.ctx, self.brokers)
 
     async def _find_active(self) -> None:
         await self.client.find_active()

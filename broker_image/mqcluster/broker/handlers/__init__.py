@@ -7,6 +7,7 @@ from mqcluster.broker.handlers.admin import AdminHandlers
 from mqcluster.broker.handlers.offsets import OffsetHandlers
 from mqcluster.broker.handlers.pull import PullHandlers
 from mqcluster.broker.handlers.send import SendHandlers
+from mqcluster.broker.handlers.sync import SyncHandlers
 from mqcluster.broker.long_poll import ArrivalNotifier
 from mqcluster.broker.pull_service import PullService
 from mqcluster.broker.send_service import SendService
@@ -24,4 +25,5 @@ def build_registry(
     PullHandlers(PullService(ctx, topics, arrivals)).register(registry)
     OffsetHandlers(ctx).register(registry)
     AdminHandlers(ctx, topics).register(registry)
+    SyncHandlers(ctx).register(registry)
     return registry
