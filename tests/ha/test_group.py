@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from mqcluster.admin.commands import fetch_epoch_caches, get_sync_state_set
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.ha.protocol import HAProtocolError, MasterHandshake, Transfer
 from mqcluster.store.epoch_file import EpochFileCache
-from mqcluster.store.message import PutStatus
+from mqcluster.store.message import MessageRecord, PutStatus
 from mqcluster.store.subscription_group import SubscriptionGroupConfig
 from mqcluster.store.topic_config import TopicConfig
 from tests.ha.group import GroupHarness
@@ -289,3 +290,26 @@ async def test_slaves_copy_topics_groups_and_consumer_offsets(group3: GroupHarne
             "SyncedGroup", "SyncedTopic", 2) == 17)
         assert store.topics.get("SyncedTopic") is not None
         assert store.subscriptions.get("SyncedGroup") is not None
+
+
+async def test_empty_slave_with_sync_from_last_file_starts_at_the_last_file(
+        group3: GroupHarness) -> None:
+    g = group3
+    m = await g.wait_master()
+    await full_set(g, m)
+    s = next(i for i in range(3) if i != m)
+    await g.kill(s)
+    await full_set(g, m, 2)
+    for _ in range(5):
+        store = g.broker(m).context.store
+        records = [MessageRecord("TopicHA", 0, b"y" * 60_000) for _ in range(10)]
+        assert all(r.ok for r in await store.put_messages(records))
+    segment = g.configs[m].mappedFileSizeCommitLog
+    end = g.broker(m).context.store.commitlog_max_offset
+    assert end > 2 * segment
+    shutil.rmtree(g.configs[s].storePathRootDir)
+    await g.start_broker(s, syncFromLastFile=True)
+    slave_store = g.broker(s).context.store
+    await g.wait_for(lambda: slave_store.commitlog_max_offset == end)
+    assert slave_store.commitlog_min_offset == end // segment * segment
+    await full_set(g, m, 3)

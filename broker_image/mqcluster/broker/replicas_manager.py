@@ -238,6 +238,12 @@ class ReplicasManager:
         asyncio.get_running_loop().create_task(self._apply_logged(info))
         return response(cmd)
 
+    async def _apply_latest(self) -> None:
+        try:
+            await self._poll_replica_info()
+        except Exception as exc:
+            log.info("replica info not refreshed: %s", exc)
+
     async def _apply_logged(self, info: ReplicaInfo) -> None:
         try:
             await self.apply(info)
@@ -362,7 +368,10 @@ class ReplicasManager:
                 self.config.brokerName, self.broker_id, self.master_epoch, members,
                 self.sync_state_set_epoch)
         except ControllerError as exc:
+            # Usually a fenced epoch: another master was elected meanwhile (this one
+            # hung or was cut off). Ask at once instead of waiting for the next poll.
             log.warning("controller refused SyncStateSet %s: %s", sorted(members), exc)
+            asyncio.get_running_loop().create_task(self._apply_latest())
             return None
         self.sync_state_set = set(body.sync_state_set)
         self.sync_state_set_epoch = body.sync_state_set_epoch
