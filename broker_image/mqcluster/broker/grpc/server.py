@@ -17,7 +17,9 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 from rocketmq.grpc_protocol import service_pb2 as spb
 
+from mqcluster.broker.context import ReplicaRole
 from mqcluster.broker.grpc import convert
+from mqcluster.broker.grpc.forward import ForwardingHandler, MasterChannels
 from mqcluster.broker.grpc.host import MessagingHost
 from mqcluster.broker.grpc.observe import TrafficObserver
 from mqcluster.broker.grpc.routes import LocalRouteProvider, RouteProvider, parse_address
@@ -142,6 +144,7 @@ class GrpcEndpoint:
     servicer: MessagingServicer
     host: str
     port: int
+    channels: MasterChannels | None = None
 
     @property
     def address(self) -> str:
@@ -149,6 +152,8 @@ class GrpcEndpoint:
 
     async def stop(self, grace_s: float = 1.0) -> None:
         await self.server.stop(grace_s)
+        if self.channels is not None:
+            await self.channels.close()
         await self.service.stop()
 
 
@@ -157,9 +162,21 @@ def inbound_limit(config: MessagingConfig) -> int:
     return 4 * config.maxMessageSize + 1024 * 1024
 
 
+def replicated(ctx: MessagingHost) -> bool:
+    """A group whose replicas all serve its clients (controller or DLedger mode)."""
+    cfg = ctx.config
+    return bool(getattr(cfg, "enableControllerMode", False)
+                or getattr(cfg, "enableDLegerCommitLog", False))
+
+
 def route_address(ctx: MessagingHost, config: MessagingConfig) -> str | None:
-    """The endpoint routes advertise; None means the address each client connected to."""
-    return None if config.grpcRouteAccessPoint else ctx.addresses.grpc
+    """The endpoint routes advertise; None means the address each client connected to.
+
+    A replicated group always names the client's access point (every replica's
+    endpoint, or the Service in front of them), so routes outlive failovers."""
+    if config.grpcRouteAccessPoint or replicated(ctx):
+        return None
+    return ctx.addresses.grpc
 
 
 async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
@@ -181,10 +198,18 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
         ])
         advertised = route_address(ctx, cfg)
         routes = route_provider or LocalRouteProvider(
-            service.catalog, cfg.brokerName, cfg.brokerId,
+            service.catalog, cfg.brokerName, 0 if replicated(ctx) else cfg.brokerId,
             parse_address(advertised) if advertised else None)
         servicer = MessagingServicer(service, routes, TrafficObserver(ctx.metrics))
-        server.add_generic_rpc_handlers((build_handler(servicer),))
+        handler = build_handler(servicer)
+        channels: MasterChannels | None = None
+        role = getattr(ctx, "role", None)
+        if isinstance(role, ReplicaRole) and replicated(ctx):
+            channels = MasterChannels()
+            ctx.role_listeners.append(channels.role_changed)  # type: ignore[attr-defined]
+            handler = ForwardingHandler(SERVICE_NAME, handler,
+                                        lambda: ctx.role, channels)  # type: ignore[attr-defined]
+        server.add_generic_rpc_handlers((handler,))
         bound = server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind the gRPC endpoint to {host}:{port}")
@@ -193,4 +218,4 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
         await service.stop()
         raise
     log.info("gRPC MessagingService listening on %s:%d", host, bound)
-    return GrpcEndpoint(server, service, servicer, host, bound)
+    return GrpcEndpoint(server, service, servicer, host, bound, channels)
