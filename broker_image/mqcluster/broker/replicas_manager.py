@@ -106,7 +106,7 @@ class ReplicasManager:
         store.write_gate = MasterGate(self.master)
         self.slave: HASlaveClient | None = None
         self.client = ControllerClient(cfg.controller_addrs, retry_timeout=5.0)
-        self.brokers = BrokerApi(timeout=3.0)
+        self.brokers = BrokerApi(timeout=1.0)
         self.broker_id: int | None = None
         """Id given by the controller (the name servers see 0 while this is master)."""
         self.master_epoch = 0

@@ -280,7 +280,7 @@ class _SlaveConnection:
 
     def close(self) -> None:
         self.transferring = False
-        self.writer.close()
+        self.writer.transport.abort()
 
     async def _next(self) -> SlaveHandshake | SlaveAck:
         while not self._pending:

@@ -133,9 +133,9 @@ class HASlaveClient:
                 writer.write(SlaveAck(self.store.commitlog_max_offset).encode())
                 await writer.drain()
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            # abort, not close: a hung master may never read what is buffered, and a
+            # graceful close would wait for it (and hold up the next role change).
+            writer.transport.abort()
 
     async def truncate_to_master(self, hs: MasterHandshake) -> None:
         """Cut this replica back to its last point in common with the master."""
