@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 import struct
 from collections.abc import AsyncIterator
@@ -313,3 +314,17 @@ async def test_empty_slave_with_sync_from_last_file_starts_at_the_last_file(
     await g.wait_for(lambda: slave_store.commitlog_max_offset == end)
     assert slave_store.commitlog_min_offset == end // segment * segment
     await full_set(g, m, 3)
+
+
+async def test_configured_broker_id_and_role_are_ignored(tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    g = GroupHarness(tmp_path, 1, brokerId=7, brokerRole="SLAVE")
+    try:
+        with caplog.at_level(logging.WARNING, "mqcluster.broker.replicas_manager"):
+            await g.start()
+            m = await g.wait_master()
+        assert "brokerId, brokerRole ignored" in caplog.text
+        assert g.broker(m).context.role.broker_id == 0, "the master registers as brokerId 0"
+        assert g.broker(m).replicas.broker_id == 1  # type: ignore[union-attr]
+    finally:
+        await g.stop()
