@@ -23,6 +23,13 @@ from tests.procs import free_addr
 TOPIC = "TopicHA"
 
 
+async def wait_until(cond: Callable[[], object], timeout: float = 20.0) -> None:
+    """Poll ``cond`` until it holds (state spread over sockets has no single event)."""
+    async with asyncio.timeout(timeout):
+        while not cond():
+            await asyncio.sleep(0.02)
+
+
 def broker_config(root: Path, controller: str, ip: str, **extra: object) -> BrokerConfig:
     def port() -> int:
         return int(free_addr(ip).rsplit(":", 1)[1])
@@ -114,9 +121,7 @@ class GroupHarness:
         return None
 
     async def wait_for(self, cond: Callable[[], object], timeout: float = 20.0) -> None:
-        async with asyncio.timeout(timeout):
-            while not cond():
-                await asyncio.sleep(0.02)
+        await wait_until(cond, timeout)
 
     async def wait_master(self, timeout: float = 20.0) -> int:
         await self.wait_for(lambda: self.master_index() is not None, timeout)

@@ -60,6 +60,8 @@ class BrokerContext:
     """True once every endpoint is up, False again when shutdown begins."""
     topic_listeners: list[Callable[[], None]] = field(default_factory=list)
     role_listeners: list[RoleListener] = field(default_factory=list)
+    ha_lag: Callable[[], dict[int, int]] = dict
+    """Bytes each slave is behind this master (empty elsewhere), for the metrics."""
 
     @classmethod
     def create(cls, config: BrokerConfig, store: MessageStore) -> BrokerContext:

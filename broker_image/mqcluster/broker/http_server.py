@@ -17,6 +17,8 @@ def refresh_gauges(ctx: BrokerContext) -> None:
     m.commitlog_min_offset.labels(**m.labels).set(store.commitlog_min_offset)
     m.dispatch_lag.labels(**m.labels).set(store.dispatch_behind_bytes)
     m.topics.labels(**m.labels).set(len(store.topics.table))
+    for slave, lag in ctx.ha_lag().items():
+        m.slave_lag.labels(**m.labels, slave=str(slave)).set(lag)
     m.consumer_lag.clear()
     lags: dict[tuple[str, str], int] = {}
     for key, queues in store.offsets.table.items():

@@ -78,6 +78,12 @@ class BrokerMetrics:
             [*names, "group", "topic"],
             registry=r,
         )
+        self.slave_lag = Gauge(
+            "rocketmq_ha_slave_lag_bytes",
+            "Commitlog bytes a slave is behind this master",
+            [*names, "slave"],
+            registry=r,
+        )
         self.topics = Gauge("rocketmq_topic_number", "Topics on this broker", names, registry=r)
         self.connections = Gauge(
             "rocketmq_remoting_connections", "Open internal RPC connections", names, registry=r

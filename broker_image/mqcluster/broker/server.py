@@ -18,6 +18,7 @@ from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.handlers import build_registry
 from mqcluster.broker.http_server import HttpEndpoint
 from mqcluster.broker.long_poll import ArrivalNotifier
+from mqcluster.broker.master_slave import ClassicReplication
 from mqcluster.broker.registration import start_registrar
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.broker.store_factory import create_store
@@ -54,6 +55,7 @@ class BrokerServer:
         self.grpc: Stoppable | None = None
         self.registrar: BrokerRegistrar | None = None
         self.replicas: ReplicasManager | None = None
+        self.classic: ClassicReplication | None = None
         self._registering: asyncio.Task[None] | None = None
         self._store_closed = False
 
@@ -72,6 +74,9 @@ class BrokerServer:
         registry = build_registry(ctx, self.arrivals)
         if cfg.enableControllerMode:
             self.replicas = ReplicasManager(ctx, registry)
+        elif not cfg.enableDLegerCommitLog:
+            self.classic = ClassicReplication(ctx)
+            ctx.ha_lag = self.classic.lag_bytes
         gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
         registry.on_connection_closed.append(lambda _conn: gauge.dec())
         self.rpc = _CountingRpcServer(
@@ -90,6 +95,8 @@ class BrokerServer:
             self.grpc = await _start_grpc(ctx, cfg.bindAddress, cfg.grpcServerPort)
             if self.grpc is None:
                 ctx.addresses.grpc = None
+        if self.classic is not None:
+            await self.classic.start()
         if self.replicas is not None:
             await self.replicas.start()
             self._registering = asyncio.get_running_loop().create_task(
@@ -133,6 +140,9 @@ class BrokerServer:
         if self.replicas is not None:
             await self.replicas.stop()
             self.replicas = None
+        if self.classic is not None:
+            await self.classic.stop()
+            self.classic = None
         if self.ctx is not None and not self._store_closed:
             self._store_closed = True
             await self.ctx.store.shutdown()

@@ -49,6 +49,9 @@ class HAMasterOptions:
     slave_timeout_s: float = 3.0
     check_interval_s: float = 0.5
     confirm_delay_s: float = 0.02
+    gate_dispatch: bool = True
+    """Consumers see only what every SyncStateSet member has (controller mode). Classic
+    master-slave dispatches everything at once, as RocketMQ does."""
 
 
 class HAMasterService:
@@ -165,6 +168,9 @@ class HAMasterService:
         if view is None:
             return
         connected = {b for b, c in self._conns.items() if c.transferring}
+        if not self.options.gate_dispatch:
+            self._waiters.release()
+            return
         if all(b == view.master_id or b in connected for b in view.members):
             confirm = view.confirm_offset
             if confirm != self.store.confirm_offset:
