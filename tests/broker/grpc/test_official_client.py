@@ -135,6 +135,21 @@ def test_delayed_message(broker: BrokerThread) -> None:
         assert (got[0].properties, got[0].tag) == ({"p": "v"}, "dt")
 
 
+def test_delivery_timestamp_in_milliseconds_as_the_client_documents(broker: BrokerThread) -> None:
+    """The client's docstring (and its own tests) set milliseconds: current_mills() + n."""
+    make_topic(broker, "DelayMsTopic")
+    due_ms = int(time.time() * 1000) + 2000
+    with producer(broker.address, ("DelayMsTopic",)) as p:
+        msg = new_message("DelayMsTopic", b"later in ms")
+        msg.delivery_timestamp = due_ms
+        p.send(msg)
+    with simple_consumer(broker.address, "DelayMsGroup", "DelayMsTopic", await_s=5) as c:
+        got = receive_until(c, 1)
+        assert time.time() * 1000 >= due_ms - 50, "not delivered before it is due"
+        assert got[0].body == b"later in ms"
+        assert got[0].delivery_timestamp == due_ms
+
+
 class Checker(TransactionChecker):  # type: ignore[misc]
     def __init__(self) -> None:
         self.checked: list[str] = []

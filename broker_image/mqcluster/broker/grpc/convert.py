@@ -42,6 +42,16 @@ def timestamp_ms(ts: Timestamp, what: str) -> int:
     return int(ts.seconds * 1000 + ts.nanos // 1_000_000)
 
 
+def delivery_timestamp_ms(ts: Timestamp) -> int:
+    """The official Python client 5.1.2 documents ``delivery_timestamp`` in milliseconds
+    but sends the value as ``Timestamp.seconds``: a seconds value too large to be a
+    timestamp that is a valid one in milliseconds is read as milliseconds."""
+    if ts.seconds > MAX_TIMESTAMP_SECONDS and ts.nanos == 0 \
+            and 0 <= ts.seconds // 1000 <= MAX_TIMESTAMP_SECONDS:
+        return int(ts.seconds)
+    return timestamp_ms(ts, "delivery_timestamp")
+
+
 def duration_ms(d: Duration, what: str) -> int:
     if d.seconds < 0 or d.nanos < 0 or d.seconds > 10 * 365 * 86400:
         raise MessagingError(Code.BAD_REQUEST, f"{what} is not a valid duration")
@@ -142,7 +152,7 @@ def outgoing(msg: pb.Message) -> OutgoingMessage:
         born_timestamp_ms=timestamp_ms(sp.born_timestamp, "born_timestamp"),
         born_host=sp.born_host,
         message_group=sp.message_group if sp.HasField("message_group") else None,
-        delivery_timestamp_ms=(timestamp_ms(sp.delivery_timestamp, "delivery_timestamp")
+        delivery_timestamp_ms=(delivery_timestamp_ms(sp.delivery_timestamp)
                                if sp.HasField("delivery_timestamp") else None),
         trace_context=sp.trace_context if sp.HasField("trace_context") else None,
     )
