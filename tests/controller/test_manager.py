@@ -332,8 +332,16 @@ def test_alter_sync_state_set_success() -> None:
 
 def test_alter_precheck_not_master() -> None:
     state, mgr = group_with(3)
-    r = alter(mgr, {2, 3, 1}, master=2, state=state)
+    r = alter(mgr, {2, 1}, master=2, state=state)
     assert r.code == Code.CONTROLLER_INVALID_MASTER and not r.events
+
+
+def test_alter_unchanged_set_is_checked_first_as_rocketmq_does() -> None:
+    state, mgr = group_with(3)
+    s = sync_of(state)
+    r = alter(mgr, {2, 3, 1}, master=2, epoch=s.master_epoch - 1, state=state)
+    assert r.code == Code.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED and not r.events
+    assert "equals the current one" in r.remark
 
 
 def test_alter_precheck_stale_epochs() -> None:

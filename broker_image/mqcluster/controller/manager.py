@@ -290,6 +290,12 @@ class ReplicasInfoManager:
             )
         info, sync = group
         new_set = set(body.sync_state_set)
+        # RocketMQ's order: an unchanged set is answered before any other check.
+        if new_set == sync.sync_state_set:
+            return result.fail(
+                Code.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                "the new syncStateSet equals the current one, nothing to update",
+            )
         if sync.master_broker_id is None or sync.master_broker_id != h.master_broker_id:
             return result.fail(
                 Code.CONTROLLER_INVALID_MASTER,
@@ -324,11 +330,6 @@ class ReplicasInfoManager:
                 Code.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                 "rejecting alter syncStateSet request: the new syncStateSet does not contain "
                 f"the master {sync.master_broker_id}",
-            )
-        if new_set == sync.sync_state_set:
-            return result.fail(
-                Code.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
-                "the new syncStateSet equals the current one, nothing to update",
             )
         epoch = sync.sync_state_set_epoch + 1
         result.header = AlterSyncStateSetResponseHeader(epoch)
