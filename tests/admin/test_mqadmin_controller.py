@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mqcluster.admin.main import build_parser
 from mqcluster.controller.client import ControllerClient, ControllerError
 from mqcluster.controller.consensus import LocalConsensus
 from mqcluster.controller.protocol import BrokerHeartbeatRequestHeader
@@ -111,7 +112,7 @@ async def test_sync_state_set_and_elect_master(embedded: Embedded) -> None:
     assert sorted(r["brokerId"] for r in data["inSyncReplicas"]) == [1, 2]
 
     rc, out, err = await mqadmin(
-        "electMaster", "-a", embedded.addr, "-c", CLUSTER, "-b", GROUP, "-i", "2", "--json"
+        "electMaster", "-a", embedded.addr, "-c", CLUSTER, "-bn", GROUP, "-b", "2", "--json"
     )
     assert rc == 0, err
     elected = json.loads(out)
@@ -127,7 +128,7 @@ async def test_controller_error_paths(embedded: Embedded) -> None:
         "mqadmin getSyncStateSet: broker group 'nope' is not known to the controller"
     )
     rc, _, err = await mqadmin(
-        "electMaster", "-a", embedded.addr, "-c", CLUSTER, "-b", GROUP, "-i", "1"
+        "electMaster", "-a", embedded.addr, "-c", CLUSTER, "-bn", GROUP, "-b", "1"
     )
     assert rc == 1 and len(err.strip().splitlines()) == 1
     assert "CONTROLLER_MASTER_STILL_EXIST" in err
@@ -203,3 +204,12 @@ async def _until_leader(addr: str, timeout: float = 30.0) -> tuple[int, str, str
     finally:
         await client.close()
     return await mqadmin("getControllerMetaData", "-a", addr, "--json")
+
+
+def test_elect_master_takes_rocketmqs_flags_and_names_a_misused_one() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["electMaster", "-a", "127.0.0.1:9878", "-c", "DefaultCluster",
+                              "-bn", "broker-a", "-b", "2"])
+    assert (args.brokerName, args.brokerId) == ("broker-a", 2)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["electMaster", "-a", "x:1", "-c", "c", "-b", "broker-a", "-i", "1"])

@@ -121,7 +121,7 @@ async def test_error_paths_are_one_line(procs: Procs) -> None:  # noqa: F811
     line = one_error_line(*await mqadmin("getSyncStateSet", "-a", dead, "-b", "broker-a"))
     assert "no controller reachable" in line
     line = one_error_line(
-        *await mqadmin("electMaster", "-a", dead, "-c", "c", "-b", "broker-a", "-i", "1")
+        *await mqadmin("electMaster", "-a", dead, "-c", "c", "-bn", "broker-a", "-b", "1")
     )
     assert dead in line
     rc, out, err = await mqadmin("updateTopic", "-b", dead, "-t", "T")

@@ -142,11 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         which.add_argument("-c", "--clusterName")
         sp.add_argument("-i", "--interval", type=float, help="repeat every INTERVAL seconds")
 
+    # RocketMQ 5.1.1+ (ReElectMasterSubCommand): -b is the broker id, -bn the group.
     sp = add("electMaster", "Elect a broker of a group as its master", _elect_master)
     sp.add_argument("-a", "--controllerAddress", required=True)
     sp.add_argument("-c", "--clusterName", required=True)
-    sp.add_argument("-b", "--brokerName", required=True)
-    sp.add_argument("-i", "--brokerId", type=int, required=True)
+    sp.add_argument("-bn", "--brokerName", required=True)
+    sp.add_argument("-b", "--brokerId", type=int, required=True,
+                    help="id of the broker to elect (as RocketMQ's -b)")
     return p
 
 
