@@ -8,6 +8,7 @@ from mqcluster.broker.config import (
     BrokerConfig,
     BrokerRole,
     FlushDiskType,
+    _local_ip,
     load_broker_config,
     parse_dledger_peers,
 )
@@ -154,3 +155,11 @@ def test_disabled_endpoints_do_not_clash() -> None:
         },
     )
     assert not cfg.enableProxy and not cfg.metrics_enabled
+
+
+def test_routes_name_the_hosts_address_unless_broker_ip1_is_set() -> None:
+    bound_only = BrokerConfig(brokerName="b", bindAddress="127.0.0.5")
+    assert bound_only.advertised_ip == _local_ip(), "bindAddress is not what routes name"
+    assert bound_only.broker_addr == f"{_local_ip()}:10911"
+    pinned = BrokerConfig(brokerName="b", bindAddress="0.0.0.0", brokerIP1="127.0.0.1")
+    assert pinned.broker_addr == "127.0.0.1:10911"

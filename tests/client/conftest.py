@@ -32,6 +32,7 @@ async def broker_factory(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
             {
                 "brokerName": f"broker-{n}",
                 "bindAddress": "127.0.0.1",
+                "brokerIP1": "127.0.0.1",
                 "listenPort": str(_free_port()),
                 "haListenPort": str(_free_port()),
                 "storePathRootDir": str(tmp_path / f"store-{n}"),

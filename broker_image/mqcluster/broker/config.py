@@ -194,12 +194,9 @@ class BrokerConfig(RocketConfig):
 
     @property
     def advertised_ip(self) -> str:
-        """The address clients and the name server are told (RocketMQ's brokerIP1)."""
-        if self.brokerIP1:
-            return self.brokerIP1
-        if self.bindAddress not in ("0.0.0.0", "::", ""):
-            return self.bindAddress
-        return _local_ip()
+        """The address clients and the name server are told (RocketMQ's brokerIP1):
+        the host's address unless ``brokerIP1`` is set, whatever ``bindAddress`` is."""
+        return self.brokerIP1 or _local_ip()
 
     @property
     def broker_addr(self) -> str:
