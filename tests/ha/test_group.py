@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from mqcluster.admin.commands import fetch_epoch_caches, get_sync_state_set
+from mqcluster.admin.ops import clean_broker_metadata
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.ha.protocol import HAProtocolError, MasterHandshake, Transfer
 from mqcluster.store.epoch_file import EpochFileCache
@@ -326,5 +327,26 @@ async def test_configured_broker_id_and_role_are_ignored(tmp_path: Path,
         assert "brokerId, brokerRole ignored" in caplog.text
         assert g.broker(m).context.role.broker_id == 0, "the master registers as brokerId 0"
         assert g.broker(m).replicas.broker_id == 1  # type: ignore[union-attr]
+    finally:
+        await g.stop()
+
+
+async def test_clean_broker_metadata_retires_a_dead_replica(tmp_path: Path) -> None:
+    g = GroupHarness(tmp_path, 2)
+    try:
+        await g.start()
+        m = await g.wait_master()
+        gone = 1 - m
+        gone_id = g.broker(gone).replicas.broker_id  # type: ignore[union-attr]
+        await g.kill(gone)
+        assert g.controller is not None
+        state = g.controller.state
+        await g.wait_for(lambda: not g.controller.heartbeats.is_alive(  # type: ignore[union-attr]
+            "group-a", gone_id, g.controller.clock_ms()))  # type: ignore[union-attr]
+        report = await clean_broker_metadata(g.controller.self_addr, "HACluster", "group-a",
+                                             str(gone_id), False)
+        assert "clear broker group-a metadata" in report.text
+        info = state.replica("group-a")
+        assert info is not None and gone_id not in info.brokers
     finally:
         await g.stop()

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
-from mqcluster.admin import commands
+from mqcluster.admin import commands, ops
 from mqcluster.admin.broker_protocol import CreateTopicRequestHeader
 from mqcluster.admin.commands import AdminError, Report
 from mqcluster.admin.format import dump_json
@@ -83,6 +83,138 @@ async def _elect_master(a: argparse.Namespace) -> Report:
     return await commands.elect_master(a.controllerAddress, a.clusterName, a.brokerName, a.brokerId)
 
 
+async def _targets(a: argparse.Namespace) -> list[str]:
+    return await ops._targets(a.brokerAddr, a.clusterName, _namesrv(a, required=False))
+
+
+async def _update_sub_group(a: argparse.Namespace) -> Report:
+    group = {
+        "groupName": a.groupName, "consumeEnable": a.consumeEnable,
+        "consumeFromMinEnable": a.consumeFromMinEnable,
+        "consumeBroadcastEnable": a.consumeBroadcastEnable,
+        "consumeMessageOrderly": a.consumeMessageOrderly, "retryQueueNums": a.retryQueueNums,
+        "retryMaxTimes": a.retryMaxTimes, "brokerId": a.brokerId,
+        "whichBrokerWhenConsumeSlowly": a.whichBrokerWhenConsumeSlowly,
+        "notifyConsumerIdsChangedEnable": a.notifyConsumerIdsChanged,
+    }
+    return await ops.update_sub_group(await _targets(a), group)
+
+
+async def _delete_topic(a: argparse.Namespace) -> Report:
+    return await ops.delete_topic(_namesrv(a) or "", a.clusterName, a.topic)
+
+
+async def _broker_status(a: argparse.Namespace) -> Report:
+    return await ops.broker_status(await _targets(a))
+
+
+async def _get_broker_config(a: argparse.Namespace) -> Report:
+    return await ops.get_broker_config(await _targets(a))
+
+
+async def _update_broker_config(a: argparse.Namespace) -> Report:
+    return await ops.update_broker_config(await _targets(a), a.key, a.value)
+
+
+async def _consumer_progress(a: argparse.Namespace) -> Report:
+    return await ops.consumer_progress(_namesrv(a) or "", a.groupName, a.topic)
+
+
+async def _wipe_write_perm(a: argparse.Namespace) -> Report:
+    return await ops.write_perm(_namesrv(a) or "", a.brokerName, add=False)
+
+
+async def _add_write_perm(a: argparse.Namespace) -> Report:
+    return await ops.write_perm(_namesrv(a) or "", a.brokerName, add=True)
+
+
+async def _query_msg_by_id(a: argparse.Namespace) -> Report:
+    return await ops.query_msg_by_id(a.msgId)
+
+
+async def _producer_connection(a: argparse.Namespace) -> Report:
+    return await ops.connections(_namesrv(a) or "", a.producerGroup, a.topic, producer=True)
+
+
+async def _consumer_connection(a: argparse.Namespace) -> Report:
+    return await ops.connections(_namesrv(a) or "", a.consumerGroup, None, producer=False)
+
+
+async def _clean_broker_metadata(a: argparse.Namespace) -> Report:
+    return await ops.clean_broker_metadata(a.controllerAddress, a.clusterName, a.brokerName,
+                                           a.brokerIds, a.cleanLivingBroker)
+
+
+def _add_ops(add: Callable[[str, str, Runner], argparse.ArgumentParser]) -> None:
+    def broker_or_cluster(sp: argparse.ArgumentParser) -> None:
+        target = sp.add_mutually_exclusive_group(required=True)
+        target.add_argument("-b", "--brokerAddr", help="this broker")
+        target.add_argument("-c", "--clusterName", help="every master of this cluster")
+
+    sp = add("updateSubGroup", "Create or update a subscription group", _update_sub_group)
+    broker_or_cluster(sp)
+    sp.add_argument("-g", "--groupName", required=True)
+    sp.add_argument("-s", "--consumeEnable", type=_bool, default=True, metavar="true|false")
+    sp.add_argument("-m", "--consumeFromMinEnable", type=_bool, default=True,
+                    metavar="true|false")
+    sp.add_argument("-d", "--consumeBroadcastEnable", type=_bool, default=True,
+                    metavar="true|false")
+    sp.add_argument("-o", "--consumeMessageOrderly", type=_bool, default=False,
+                    metavar="true|false")
+    sp.add_argument("-q", "--retryQueueNums", type=int, default=1)
+    sp.add_argument("-r", "--retryMaxTimes", type=int, default=16)
+    sp.add_argument("-i", "--brokerId", type=int, default=0)
+    sp.add_argument("-w", "--whichBrokerWhenConsumeSlowly", type=int, default=1)
+    sp.add_argument("-a", "--notifyConsumerIdsChanged", type=_bool, default=True,
+                    metavar="true|false")
+
+    sp = add("deleteTopic", "Delete a topic from a cluster and the name servers", _delete_topic)
+    sp.add_argument("-t", "--topic", required=True)
+    sp.add_argument("-c", "--clusterName", required=True)
+
+    for name, help_, runner in (
+        ("brokerStatus", "Show a broker's runtime status", _broker_status),
+        ("getBrokerConfig", "Show a broker's configuration", _get_broker_config),
+    ):
+        broker_or_cluster(add(name, help_, runner))
+
+    sp = add("updateBrokerConfig", "Change a broker config key that needs no restart",
+             _update_broker_config)
+    broker_or_cluster(sp)
+    sp.add_argument("-k", "--key", required=True)
+    sp.add_argument("-v", "--value", required=True)
+
+    sp = add("consumerProgress", "Show a consumer group's offsets and lag", _consumer_progress)
+    sp.add_argument("-g", "--groupName", required=True)
+    sp.add_argument("-t", "--topic")
+
+    for name, help_, runner in (
+        ("wipeWritePerm", "Take the write permission of a broker group away", _wipe_write_perm),
+        ("addWritePerm", "Give a broker group its write permission back", _add_write_perm),
+    ):
+        add(name, help_, runner).add_argument("-b", "--brokerName", required=True)
+
+    sp = add("queryMsgById", "Show a message by its offset message id", _query_msg_by_id)
+    sp.add_argument("-i", "--msgId", required=True)
+
+    sp = add("producerConnection", "List the producers connected for a topic",
+             _producer_connection)
+    sp.add_argument("-g", "--producerGroup", required=True)
+    sp.add_argument("-t", "--topic", required=True)
+
+    sp = add("consumerConnection", "List the consumers of a group", _consumer_connection)
+    sp.add_argument("-g", "--consumerGroup", required=True)
+
+    sp = add("cleanBrokerMetadata", "Remove a broker group's replicas from the controller",
+             _clean_broker_metadata)
+    sp.add_argument("-a", "--controllerAddress", required=True)
+    sp.add_argument("-bn", "--brokerName", required=True)
+    sp.add_argument("-b", "--brokerIds", help="ids to remove, 'id1;id2' (default: all)")
+    sp.add_argument("-c", "--clusterName")
+    sp.add_argument("-l", "--cleanLivingBroker", action="store_true",
+                    help="also remove replicas that are alive")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -149,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-bn", "--brokerName", required=True)
     sp.add_argument("-b", "--brokerId", type=int, required=True,
                     help="id of the broker to elect (as RocketMQ's -b)")
+    _add_ops(add)
     return p
 
 

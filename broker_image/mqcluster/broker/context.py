@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mqcluster.broker.config import BrokerConfig
 from mqcluster.broker.metrics import BrokerMetrics
@@ -60,6 +60,9 @@ class BrokerContext:
     """True once every endpoint is up, False again when shutdown begins."""
     topic_listeners: list[Callable[[], None]] = field(default_factory=list)
     role_listeners: list[RoleListener] = field(default_factory=list)
+    config_listeners: list[Callable[[BrokerConfig], None]] = field(default_factory=list)
+    client_sessions: Callable[[], list[dict[str, Any]]] = list
+    """The gRPC endpoint's connected clients (kind, group, topics), for mqadmin."""
     ha_lag: Callable[[], dict[int, int]] = dict
     """Bytes each slave is behind this master (empty elsewhere), for the metrics."""
 
@@ -93,6 +96,13 @@ class BrokerContext:
     @property
     def master_addr(self) -> str | None:
         return self.role.master_addr
+
+    def update_config(self, config: BrokerConfig) -> None:
+        """A runtime config change (mqadmin updateBrokerConfig): tell whoever cached it."""
+        self.config = config
+        for listener in list(self.config_listeners):
+            listener(config)
+        self.topics_changed()  # the permission and queue numbers go to the name servers
 
     def set_role(self, role: ReplicaRole) -> None:
         """Switch to ``role`` and tell the listeners (registration re-registers at once)."""

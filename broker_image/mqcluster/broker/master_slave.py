@@ -52,6 +52,8 @@ class ClassicReplication:
         self.brokers = BrokerApi(timeout=1.0)
         self._server: asyncio.Server | None = None
         self._following: asyncio.Task[None] | None = None
+        ctx.config_listeners.append(
+            lambda _cfg: setattr(self.master, "options", classic_options(ctx)))
 
     async def start(self) -> None:
         cfg = self.ctx.config

@@ -118,6 +118,7 @@ class ReplicasManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._ha_server: asyncio.Server | None = None
         self.correct_epochs()
+        ctx.config_listeners.append(self._config_changed)
         registry.register(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, self._on_notify)
         registry.register(RequestCode.GET_BROKER_EPOCH_CACHE, self._on_get_epoch_cache)
         ignored = {"brokerId", "brokerRole"} & cfg.model_fields_set
@@ -125,6 +126,10 @@ class ReplicasManager:
             log.warning("%s ignored: in controller mode the controller assigns them",
                         ", ".join(sorted(ignored)))
         ctx.set_role(ReplicaRole(cfg.brokerId, False))  # until the controller answers
+
+    def _config_changed(self, cfg: BrokerConfig) -> None:
+        self.config = cfg
+        self.master.options = master_options(cfg)
 
     # ---- lifecycle ---------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from mqcluster.broker.config import BrokerConfig
@@ -43,6 +44,15 @@ async def _start_grpc(ctx: BrokerContext, host: str, port: int) -> Stoppable | N
         return None
     endpoint: Stoppable = await start_grpc_server(ctx, host, port)
     return endpoint
+
+
+def _sessions_of(endpoint: Stoppable) -> Callable[[], list[dict[str, Any]]]:
+    def sessions() -> list[dict[str, Any]]:
+        service = getattr(endpoint, "service", None)
+        clients = getattr(service, "clients", None)
+        return [] if clients is None else clients.describe()
+
+    return sessions
 
 
 class BrokerServer:
@@ -95,6 +105,8 @@ class BrokerServer:
             self.grpc = await _start_grpc(ctx, cfg.bindAddress, cfg.grpcServerPort)
             if self.grpc is None:
                 ctx.addresses.grpc = None
+            else:
+                ctx.client_sessions = _sessions_of(self.grpc)
         if self.classic is not None:
             await self.classic.start()
         if self.replicas is not None:

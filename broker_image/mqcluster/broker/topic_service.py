@@ -58,7 +58,7 @@ class TopicService:
             return TopicRejection(
                 BrokerResponseCode.NO_PERMISSION, f"topic {topic!r} is a system topic"
             )
-        if not self.ctx.config.is_master:
+        if not self.ctx.role.is_master:
             return TopicRejection(
                 BrokerResponseCode.SERVICE_NOT_AVAILABLE,
                 f"{self._where} is a slave and does not accept messages",

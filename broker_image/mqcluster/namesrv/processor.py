@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from mqcluster.namesrv.protocol import (
+    AddWritePermResponseHeader,
     BrokerHeartbeatHeader,
     ClusterInfo,
     DataVersion,
@@ -56,6 +57,7 @@ class NamesrvProcessor:
             RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
             RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm,
         }
         for code, handler in handlers.items():
             registry.register(code, handler)
@@ -130,6 +132,11 @@ class NamesrvProcessor:
         h = parse_header(WipeWritePermOfBrokerRequestHeader, cmd.ext_fields)
         n = self.routes.wipe_write_perm(h.brokerName)
         return cmd.response(ext_fields=header_fields(WipeWritePermResponseHeader(wipeTopicCount=n)))
+
+    async def add_write_perm(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        h = parse_header(WipeWritePermOfBrokerRequestHeader, cmd.ext_fields)
+        n = self.routes.add_write_perm(h.brokerName)
+        return cmd.response(ext_fields=header_fields(AddWritePermResponseHeader(addTopicCount=n)))
 
     async def delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         h = parse_header(DeleteTopicFromNamesrvRequestHeader, cmd.ext_fields)

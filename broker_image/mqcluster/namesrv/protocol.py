@@ -36,6 +36,7 @@ class RequestCode(IntEnum):
     WIPE_WRITE_PERM_OF_BROKER = 205
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     DELETE_TOPIC_IN_NAMESRV = 216
+    ADD_WRITE_PERM_OF_BROKER = 342
     GET_TOPICS_BY_CLUSTER = 224
     QUERY_DATA_VERSION = 322
     BROKER_HEARTBEAT = 904
@@ -150,6 +151,10 @@ class QueryDataVersionHeader(Model):
 
 class WipeWritePermResponseHeader(Model):
     wipeTopicCount: int
+
+
+class AddWritePermResponseHeader(Model):
+    addTopicCount: int
 
 
 class QueryDataVersionResponseHeader(Model):

@@ -75,6 +75,7 @@ class RouteInfoManager:
         self.cluster_addr: dict[str, set[str]] = {}
         self.broker_addr: dict[str, BrokerData] = {}
         self.topic_queue: dict[str, dict[str, QueueData]] = {}
+        self.write_wiped: set[str] = set()
         self.live: dict[tuple[str, str], BrokerLiveInfo] = {}
 
     # ------------------------------------------------------------ registration
@@ -103,7 +104,8 @@ class RouteInfoManager:
         is_master = reg.brokerId == MASTER_ID
         is_prime_slave = not is_master and reg.brokerId == min(data.brokerAddrs)
         if is_master or is_prime_slave:
-            self._apply_topics(reg, wipe_write=is_prime_slave and reg.enableActingMaster)
+            self._apply_topics(reg, wipe_write=(is_prime_slave and reg.enableActingMaster)
+                               or reg.brokerName in self.write_wiped)
 
         self.live[(reg.clusterName, reg.brokerAddr)] = BrokerLiveInfo(
             broker_name=reg.brokerName,
@@ -216,12 +218,25 @@ class RouteInfoManager:
     # ------------------------------------------------------------ admin
 
     def wipe_write_perm(self, broker_name: str) -> int:
-        """Remove the write permission of a broker group on every topic; the count changed."""
+        """Remove the write permission of a broker group on every topic; the count changed.
+        It holds over the group's later registrations until ``add_write_perm``."""
+        self.write_wiped.add(broker_name)
         n = 0
         for queues in self.topic_queue.values():
             qd = queues.get(broker_name)
             if qd is not None:
                 qd.perm &= ~PERM_WRITE
+                n += 1
+        return n
+
+    def add_write_perm(self, broker_name: str) -> int:
+        """Give a broker group its write permission back on every topic; the count."""
+        self.write_wiped.discard(broker_name)
+        n = 0
+        for queues in self.topic_queue.values():
+            qd = queues.get(broker_name)
+            if qd is not None:
+                qd.perm |= PERM_WRITE
                 n += 1
         return n
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.handlers.admin import AdminHandlers
 from mqcluster.broker.handlers.offsets import OffsetHandlers
+from mqcluster.broker.handlers.ops import OpsHandlers
 from mqcluster.broker.handlers.pull import PullHandlers
 from mqcluster.broker.handlers.send import SendHandlers
 from mqcluster.broker.handlers.sync import SyncHandlers
@@ -26,4 +27,5 @@ def build_registry(
     OffsetHandlers(ctx).register(registry)
     AdminHandlers(ctx, topics).register(registry)
     SyncHandlers(ctx).register(registry)
+    OpsHandlers(ctx).register(registry)
     return registry

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from mqcluster.broker.messaging.transaction import CheckRequest
 
@@ -87,6 +88,13 @@ class ClientRegistry:
                 return s.sink
             fallback = fallback or s.sink
         return fallback
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every known client as mqadmin's connection lists show it."""
+        return [{"clientId": s.client_id, "kind": s.kind.name, "group": s.group,
+                 "topics": sorted(s.topics), "connected": s.sink is not None,
+                 "lastSeenMs": s.last_seen_ms}
+                for s in sorted(self._sessions.values(), key=lambda s: s.client_id)]
 
     def __len__(self) -> int:
         return len(self._sessions)
