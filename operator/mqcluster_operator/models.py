@@ -109,7 +109,9 @@ class ControllerSpec(PodMeta):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "self.deployment == oldSelf.deployment",
+                    # has(): the API server also evaluates rules on the spec's default ({}).
+                    "rule": "has(self.deployment) == has(oldSelf.deployment)"
+                    " && (!has(self.deployment) || self.deployment == oldSelf.deployment)",
                     "message": "deployment cannot be changed",
                 }
             ]
@@ -207,22 +209,26 @@ class BrokerGroupSpec(PodMeta):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "self.mode != 'Controller' || has(self.controllerRef)",
+                    "rule": "!has(self.mode) || self.mode != 'Controller'"
+                    " || has(self.controllerRef)",
                     "message": "controllerRef is required when mode is Controller",
                     "fieldPath": ".controllerRef",
                 },
                 {
-                    "rule": "self.mode != 'DLedger' || self.replicas >= 3",
+                    "rule": "!has(self.mode) || self.mode != 'DLedger' || !has(self.replicas)"
+                    " || self.replicas >= 3",
                     "message": "DLedger mode needs at least 3 replicas",
                     "fieldPath": ".replicas",
                 },
                 {
-                    "rule": "self.minInSyncReplicas <= self.inSyncReplicas"
-                    " && self.inSyncReplicas <= self.replicas",
+                    "rule": "!has(self.minInSyncReplicas) || !has(self.inSyncReplicas)"
+                    " || !has(self.replicas) || (self.minInSyncReplicas <= self.inSyncReplicas"
+                    " && self.inSyncReplicas <= self.replicas)",
                     "message": "need minInSyncReplicas <= inSyncReplicas <= replicas",
                 },
                 {
-                    "rule": "self.asyncLearnerReplicas < self.replicas",
+                    "rule": "!has(self.asyncLearnerReplicas) || !has(self.replicas)"
+                    " || self.asyncLearnerReplicas < self.replicas",
                     "message": "asyncLearnerReplicas must leave at least one voting replica",
                     "fieldPath": ".asyncLearnerReplicas",
                 },
@@ -233,7 +239,7 @@ class BrokerGroupSpec(PodMeta):
                     "fieldPath": ".brokerName",
                 },
                 {
-                    "rule": "self.mode == oldSelf.mode"
+                    "rule": "!has(self.mode) || !has(oldSelf.mode) || self.mode == oldSelf.mode"
                     " || (oldSelf.mode == 'DLedger' && self.mode == 'Controller')",
                     "message": "mode can only change from DLedger to Controller (migration)",
                     "fieldPath": ".mode",
