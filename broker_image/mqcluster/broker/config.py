@@ -157,6 +157,10 @@ class BrokerConfig(RocketConfig):
     dLegerPeers: str | None = None
     dLegerSelfId: str | None = None
     preferredLeaderId: str | None = None
+    preferredLeaderIds: str | None = None
+    """Peers leadership returns to once caught up, ',' or ';' separated."""
+    dLegerPreferredLeaderGap: PositiveInt = 1000
+    """How close (in entries) a preferred peer must be before leadership moves to it."""
     storePathDLedgerCommitLog: str | None = None
 
     @field_validator("namesrvAddr", "controllerAddr")

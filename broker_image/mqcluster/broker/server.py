@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from mqcluster.broker.config import BrokerConfig
 from mqcluster.broker.context import BrokerContext
+from mqcluster.broker.dledger import DLedgerReplication
 from mqcluster.broker.handlers import build_registry
 from mqcluster.broker.http_server import HttpEndpoint
 from mqcluster.broker.long_poll import ArrivalNotifier
@@ -66,6 +67,7 @@ class BrokerServer:
         self.registrar: BrokerRegistrar | None = None
         self.replicas: ReplicasManager | None = None
         self.classic: ClassicReplication | None = None
+        self.dledger: DLedgerReplication | None = None
         self._registering: asyncio.Task[None] | None = None
         self._store_closed = False
 
@@ -84,7 +86,9 @@ class BrokerServer:
         registry = build_registry(ctx, self.arrivals)
         if cfg.enableControllerMode:
             self.replicas = ReplicasManager(ctx, registry)
-        elif not cfg.enableDLegerCommitLog:
+        elif cfg.enableDLegerCommitLog:
+            self.dledger = DLedgerReplication(ctx, registry)
+        else:
             self.classic = ClassicReplication(ctx)
             ctx.ha_lag = self.classic.lag_bytes
         gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
@@ -109,6 +113,8 @@ class BrokerServer:
                 ctx.client_sessions = _sessions_of(self.grpc)
         if self.classic is not None:
             await self.classic.start()
+        if self.dledger is not None:
+            await self.dledger.start()
         if self.replicas is not None:
             await self.replicas.start()
             self._registering = asyncio.get_running_loop().create_task(
@@ -155,6 +161,9 @@ class BrokerServer:
         if self.classic is not None:
             await self.classic.stop()
             self.classic = None
+        if self.dledger is not None:
+            await self.dledger.stop()
+            self.dledger = None
         if self.ctx is not None and not self._store_closed:
             self._store_closed = True
             await self.ctx.store.shutdown()

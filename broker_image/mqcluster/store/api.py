@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Protocol
 
 from mqcluster.common.files import atomic_write, fsync_dir
@@ -55,6 +56,10 @@ ArrivalListener = Callable[[str, int, int], None]
 AppendListener = Callable[[int], None]
 
 __all__ = ["MessageStore", "StoreLockedError", "WriteGate"]
+
+
+class ReplicatedWriter(Protocol):
+    async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]: ...
 
 
 class WriteGate(Protocol):
@@ -103,6 +108,8 @@ class MessageStore:
         self._confirm_offset: int | None = None
         self._append_listeners: list[AppendListener] = []
         self.write_gate: WriteGate | None = None
+        self.writer: ReplicatedWriter | None = None
+        """DLedger mode: writes go through the Raft group, which appends them on commit."""
         self._lock = StoreLock(config.lock_path)
         self._opened = False
         self._running = False
@@ -231,11 +238,26 @@ class MessageStore:
         refusal = self.write_gate.refuse_write() if self.write_gate is not None else None
         if refusal is not None:
             return [PutResult(refusal[0], remark=refusal[1]) for _ in recs]
+        if self.writer is not None:
+            return await self.writer.put_messages(recs)
+        results, end = self.append_records(recs, int(self._clock() * 1000))
+        if end is not None:
+            status = await self._wait_durable(end)
+            if status is not PutStatus.PUT_OK:
+                results = [replace(r, status=status) if r.status is PutStatus.PUT_OK else r
+                           for r in results]
+        return results
+
+    def append_records(self, recs: Sequence[MessageRecord], now_ms: int,
+                       store_host: str | None = None) -> tuple[list[PutResult], int | None]:
+        """Append now (no flush wait): the results as stored, and the end of what was
+        written (None if nothing was). State machines that replicate writes call this
+        with the timestamp the group agreed on, so every replica writes the same bytes."""
         cfg = self.config
         results: list[PutResult | None] = [None] * len(recs)
         batch = []
         slots = []
-        store_host = cfg.storeHost
+        store_host = store_host or cfg.storeHost
         segment_size = self._commitlog.segment_size
         for i, parts in enumerate(codec.prepare_all(recs, store_host)):
             problem = validate(parts, cfg, segment_size)
@@ -244,8 +266,8 @@ class MessageStore:
             else:
                 batch.append(parts)
                 slots.append(i)
+        end: int | None = None
         if batch:
-            now_ms = int(self._clock() * 1000)
             caught_up = (self._dispatcher.offset == self._commitlog.max_offset
                          and cfg.flushDiskType is FlushDiskType.ASYNC_FLUSH)
             try:
@@ -253,21 +275,20 @@ class MessageStore:
             except OSError as exc:
                 for i in slots:
                     results[i] = PutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
-                return [r for r in results if r is not None]
+                return [r for r in results if r is not None], None
             if caught_up:  # SYNC_FLUSH: the dispatcher batches while producers wait for fsync
                 self._dispatch.dispatch_now()
             else:
                 self._dispatch.wake()
             self._notify_append()
-            status = await self._wait_durable(appended[-1].commitlog_offset
-                                              + appended[-1].size)
+            end = appended[-1].commitlog_offset + appended[-1].size
             host_prefix = codec.offset_msg_id(store_host, 0)[:-16]
             for i, parts, a in zip(slots, batch, appended, strict=True):
                 off_id = f"{host_prefix}{a.commitlog_offset:016X}"
                 results[i] = PutResult(
-                    status, parts.rec.properties.get(PROPERTY_UNIQ_KEY) or off_id,
+                    PutStatus.PUT_OK, parts.rec.properties.get(PROPERTY_UNIQ_KEY) or off_id,
                     a.queue_offset, a.commitlog_offset, a.size, now_ms, off_id)
-        return [r for r in results if r is not None]
+        return [r for r in results if r is not None], end
 
     async def put_batch(self, batch: RawBatch) -> BatchPutResult:
         """One queue's batch (all or nothing): consecutive offsets, one write, one flush wait."""
@@ -278,6 +299,8 @@ class MessageStore:
         refusal = self.write_gate.refuse_write() if self.write_gate is not None else None
         if refusal is not None:
             return BatchPutResult(refusal[0], remark=refusal[1])
+        if self.writer is not None:
+            return await self._put_batch_through_writer(batch, self.writer)
         cfg = self.config
         cl = self._commitlog
         enc, problem = check_batch(batch, cfg.storeHost, cfg.maxMessageSize,
@@ -299,6 +322,25 @@ class MessageStore:
         self._notify_append()
         status = await self._wait_durable(offsets[-1] + enc.sizes[-1])
         return BatchPutResult(status, first, offsets, enc.sizes, now_ms)
+
+    @staticmethod
+    async def _put_batch_through_writer(batch: RawBatch,
+                                        writer: ReplicatedWriter) -> BatchPutResult:
+        recs = [MessageRecord(batch.topic, batch.queue_id, body,
+                              properties=codec.decode_properties(props),
+                              born_timestamp=batch.born_timestamp, born_host=batch.born_host,
+                              flag=flag, sys_flag=batch.sys_flag,
+                              reconsume_times=batch.reconsume_times)
+                for body, props, flag in zip(batch.bodies, batch.properties, batch.flags,
+                                             strict=True)]
+        results = await writer.put_messages(recs)
+        bad = next((r for r in results if r.status is not PutStatus.PUT_OK), None)
+        if bad is not None or not results:
+            return BatchPutResult(bad.status if bad else PutStatus.UNKNOWN_ERROR,
+                                  remark=bad.remark if bad else "nothing stored")
+        return BatchPutResult(PutStatus.PUT_OK, results[0].queue_offset,
+                              [r.commitlog_offset for r in results],
+                              [r.store_size for r in results], results[0].store_timestamp)
 
     async def _wait_durable(self, end: int) -> PutStatus:
         """The flush the config promises, then the replicas' acks the gate asks for."""

@@ -1,0 +1,206 @@
+"""DLedger mode (``enableDLegerCommitLog=true``): the group's Raft log carries every write.
+
+A write is proposed to the Raft group as one entry (``ha.dledger_entry``); once a
+majority has it, every replica applies it to its store in log order, so consume
+queues only ever see committed messages and every replica writes the same bytes.
+The Raft leader is the master: it registers as brokerId 0, the others as
+``1 + their position in dLegerPeers``, and every leadership change re-registers at
+once. ``preferredLeaderIds`` makes leadership return to the preferred replica once it
+has caught up (seed 002).
+
+Each stored message carries ``DLEDGER_INDEX=<entry index>.<position>``: after a crash
+the replica finds the last one it applied and resumes after it, so nothing is stored
+twice. The Raft log is kept whole (no snapshots): the store is the state it builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from mqcluster.broker.config import MASTER_ID, BrokerConfig
+from mqcluster.broker.context import BrokerContext, ReplicaRole
+from mqcluster.ha.dledger_entry import decode_batch, encode_batch
+from mqcluster.raft.node import (
+    ProposalError,
+    RaftNotLeaderError,
+    RaftRunner,
+    RaftStatus,
+    RunnerOptions,
+)
+from mqcluster.raft.types import Entry, RaftConfig, Role
+from mqcluster.store import codec
+from mqcluster.store.api import MessageStore
+from mqcluster.store.codec import RecordKind
+from mqcluster.store.message import MessageRecord, PutResult, PutStatus
+from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcError
+
+log = logging.getLogger(__name__)
+
+PROPERTY_DLEDGER_INDEX = "DLEDGER_INDEX"
+BROKER_ADDRESSES = 1101
+"""Asked on a peer's Raft address: the broker and gRPC addresses of that replica."""
+DLEDGER_STATUS = 1102
+"""Asked on a broker's address: its Raft term, role, commit index and ledger end."""
+
+Position = tuple[int, int]
+
+
+def _position(props: dict[str, str]) -> Position | None:
+    raw = props.get(PROPERTY_DLEDGER_INDEX)
+    if not raw:
+        return None
+    index, _, pos = raw.partition(".")
+    return int(index), int(pos)
+
+
+def last_applied(commitlog_dir: Path, segment_size: int) -> Position | None:
+    """The entry index and position of the newest message in the commitlog, reading only
+    its last two segments (every message carries them)."""
+    if not commitlog_dir.is_dir():
+        return None
+    names = sorted(n for n in os.listdir(commitlog_dir) if n.isdigit())
+    last: Position | None = None
+    for name in names[-2:]:
+        data = (commitlog_dir / name).read_bytes()
+        pos = 0
+        while pos < len(data):
+            rec = codec.check(data, pos, int(name) + pos, False, segment_size)
+            if rec.kind is not RecordKind.MESSAGE:
+                break
+            found = _position(codec.decode(data, pos).properties)
+            last = found or last
+            pos += rec.size
+    return last
+
+
+class DLedgerStateMachine:
+    def __init__(self, store: MessageStore, resume_after: Position | None) -> None:
+        self.store = store
+        self.resume_after = resume_after
+
+    def apply(self, entry: Entry) -> list[PutResult]:
+        batch = decode_batch(entry.data)
+        start = 0
+        if self.resume_after is not None:
+            index, pos = self.resume_after
+            if entry.index < index:
+                return []
+            if entry.index == index:
+                start = pos + 1
+            self.resume_after = None
+        records = batch.records[start:]
+        for i, rec in enumerate(records, start):
+            rec.properties[PROPERTY_DLEDGER_INDEX] = f"{entry.index}.{i}"
+        results, _ = self.store.append_records(records, batch.store_timestamp,
+                                               batch.store_host)
+        return results
+
+    def snapshot(self) -> bytes:
+        raise RuntimeError("a DLedger commitlog takes no snapshots: the store is its state")
+
+    def restore(self, data: bytes) -> None:
+        raise RuntimeError("a DLedger commitlog takes no snapshots: the store is its state")
+
+
+def preferred_leaders(cfg: BrokerConfig) -> list[str]:
+    ids = [i.strip() for i in (cfg.preferredLeaderIds or "").replace(";", ",").split(",")]
+    return [i for i in ids if i] or ([cfg.preferredLeaderId] if cfg.preferredLeaderId else [])
+
+
+class DLedgerReplication:
+    def __init__(self, ctx: BrokerContext, registry: HandlerRegistry) -> None:
+        self.ctx = ctx
+        cfg = ctx.config
+        assert cfg.dLegerSelfId is not None
+        peers = cfg.dledger_peers
+        self.self_id = cfg.dLegerSelfId
+        self.follower_id = 1 + list(peers).index(self.self_id)
+        store = ctx.store
+        resume = last_applied(cfg.commitlog_dir, cfg.mappedFileSizeCommitLog)
+        self.state_machine = DLedgerStateMachine(store, resume)
+        raft_dir = Path(cfg.storePathDLedgerCommitLog
+                        or Path(cfg.storePathRootDir) / "dledger")
+        self.runner = RaftRunner(
+            self.self_id, peers, raft_dir, self.state_machine,
+            RaftConfig(preferred_leader_ids=preferred_leaders(cfg),
+                       max_transfer_gap=cfg.dLegerPreferredLeaderGap),
+            options=RunnerOptions(snapshot_every=0))
+        self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
+        self.runner.on_role_change.append(self._role_changed)
+        registry.register(DLEDGER_STATUS, self._status)
+        self.rpc = RpcClient(connect_timeout=1.0)
+        self._following: asyncio.Task[None] | None = None
+        store.writer = self
+        ctx.set_role(ReplicaRole(self.follower_id, False))
+
+    async def start(self) -> None:
+        await self.runner.start()
+
+    async def stop(self) -> None:
+        if self._following is not None:
+            self._following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._following
+        await self.runner.stop()
+        await self.rpc.close()
+
+    # ---- writes -------------------------------------------------------------------
+
+    async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
+        data = encode_batch(list(recs), int(time.time() * 1000), self.ctx.addresses.broker)
+        try:
+            results: list[PutResult] = await self.runner.propose(data)
+        except RaftNotLeaderError as exc:
+            return [PutResult(PutStatus.SERVICE_NOT_AVAILABLE,
+                              remark=f"not the DLedger leader (leader: {exc.leader_id})")
+                    for _ in recs]
+        except ProposalError as exc:
+            return [PutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc)) for _ in recs]
+        return results
+
+    # ---- roles ----------------------------------------------------------------------
+
+    def _role_changed(self, status: RaftStatus) -> None:
+        if self._following is not None:
+            self._following.cancel()
+            self._following = None
+        if status.role is Role.LEADER:
+            addrs = self.ctx.addresses
+            self.ctx.set_role(ReplicaRole(MASTER_ID, True, addrs.broker, addrs.grpc,
+                                          status.term))
+            log.info("DLedger leader of term %d: serving writes", status.term)
+            return
+        self.ctx.set_role(ReplicaRole(self.follower_id, False, None, None, status.term))
+        if status.leader_addr:
+            self._following = asyncio.get_running_loop().create_task(
+                self._learn_leader(status.leader_addr, status.term))
+
+    async def _learn_leader(self, raft_addr: str, term: int) -> None:
+        """Ask the leader (on its Raft address) where it serves brokers and clients."""
+        while True:
+            try:
+                resp = await self.rpc.invoke(raft_addr, RemotingCommand.request(
+                    BROKER_ADDRESSES), 1.0)
+                addrs = json.loads(resp.body or b"{}")
+                self.ctx.set_role(ReplicaRole(self.follower_id, False, addrs.get("broker"),
+                                              addrs.get("grpc"), term))
+                return
+            except (RpcError, ValueError) as exc:
+                log.info("leader at %s not answering yet (%s)", raft_addr, exc)
+                await asyncio.sleep(0.2)
+
+    async def _addresses(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
+        addrs = self.ctx.addresses
+        return cmd.response(body=json.dumps({"broker": addrs.broker,
+                                             "grpc": addrs.grpc}).encode())
+
+    async def _status(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
+        return cmd.response(body=json.dumps(self.runner.status().to_json()).encode())

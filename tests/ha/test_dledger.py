@@ -1,0 +1,115 @@
+"""DLedger mode in one process: the Raft log carries the writes, leaders move, replicas
+stay identical, nothing uncommitted reaches a store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
+from mqcluster.store.message import PutStatus
+from tests.ha.dledger_group import DLedgerGroup
+from tests.ha.group import TOPIC, wait_until
+
+
+@pytest.fixture
+async def group(tmp_path: Path) -> AsyncIterator[DLedgerGroup]:
+    g = DLedgerGroup(tmp_path)
+    try:
+        await g.start()
+        yield g
+    finally:
+        await g.stop()
+
+
+def commitlog(g: DLedgerGroup, i: int) -> bytes:
+    store = g.broker(i).context.store
+    out = b""
+    while len(out) < store.commitlog_max_offset:
+        out += store.read_commitlog(len(out), store.commitlog_max_offset - len(out))
+    return out
+
+
+def bodies(g: DLedgerGroup, i: int) -> list[bytes]:
+    got = g.broker(i).context.store.get_messages(TOPIC, 0, 0, 1000)
+    return [m.body for m in got.messages]
+
+
+async def same_everywhere(g: DLedgerGroup) -> None:
+    alive = [i for i, b in enumerate(g.brokers) if b is not None]
+    await wait_until(lambda: len({g.max_offset(i) for i in alive}) == 1)
+    assert len({commitlog(g, i) for i in alive}) == 1
+
+
+async def test_a_write_is_acknowledged_once_a_majority_has_it(group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    assert g.broker(leader).context.role.broker_id == 0
+    for i in range(10):
+        assert (await g.put(leader, f"m{i}".encode())).ok
+    await same_everywhere(g)
+    follower = next(i for i in range(3) if i != leader)
+    assert g.broker(follower).context.role.broker_id >= 1
+    await wait_until(lambda: g.broker(follower).context.role.master_addr
+                     == g.configs[leader].broker_addr)
+    assert bodies(g, follower) == [f"m{i}".encode() for i in range(10)], \
+        "followers serve reads of committed data"
+    refused = await g.put(follower, b"to a follower")
+    assert refused.status is PutStatus.SERVICE_NOT_AVAILABLE
+
+
+async def test_leader_change_and_restart_lose_and_repeat_nothing(group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    for i in range(5):
+        assert (await g.put(leader, f"a{i}".encode())).ok
+    await g.kill(leader)
+    second = await g.wait_leader(not_index=leader)
+    for i in range(5):
+        assert (await g.put(second, f"b{i}".encode())).ok
+    await g.start_broker(leader)
+    await same_everywhere(g)
+    expected = [f"a{i}".encode() for i in range(5)] + [f"b{i}".encode() for i in range(5)]
+    for i in range(3):
+        assert bodies(g, i) == expected
+    got = g.broker(leader).context.store.get_messages(TOPIC, 0, 0, 100).messages
+    positions = [m.properties[PROPERTY_DLEDGER_INDEX] for m in got]
+    assert len(set(positions)) == len(positions) == 10
+
+
+async def test_a_cut_off_leader_acknowledges_nothing_and_loses_its_tail(
+        group: DLedgerGroup) -> None:
+    g = group
+    old = await g.wait_leader()
+    assert (await g.put(old, b"before")).ok
+    runner = g.broker(old).dledger.runner  # type: ignore[union-attr]
+    send = runner._send
+    runner._send = lambda messages: None  # its messages no longer reach anyone
+    runner.options.propose_timeout = 1.0
+    lost = await g.put(old, b"never committed")
+    assert lost.status is not PutStatus.PUT_OK
+    new = await g.wait_leader(not_index=old)
+    assert (await g.put(new, b"after")).ok
+    runner._send = send  # heal
+    await same_everywhere(g)
+    for i in range(3):
+        assert bodies(g, i) == [b"before", b"after"]
+
+
+async def test_leadership_returns_to_the_preferred_replica(tmp_path: Path) -> None:
+    g = DLedgerGroup(tmp_path, preferredLeaderIds="n0")
+    try:
+        await g.start()
+        assert await g.wait_leader() == 0
+        assert (await g.put(0, b"x")).ok
+        await g.kill(0)
+        other = await g.wait_leader(not_index=0)
+        assert (await g.put(other, b"y")).ok
+        await g.start_broker(0)
+        await wait_until(lambda: g.leader() == 0, timeout=30)
+        assert (await g.put(0, b"z")).ok
+        await same_everywhere(g)
+    finally:
+        await g.stop()
