@@ -1,0 +1,131 @@
+"""A DLedger-mode group as real processes: ``mqnamesrv`` and N ``mqbroker``s."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from pathlib import Path
+
+from mqcluster.broker.dledger import DLEDGER_STATUS
+from mqcluster.store.message import StoredMessage
+from mqcluster.store.offline import iter_messages
+from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.rpc import RpcClient, RpcError
+from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from tests.procs import free_addr
+
+
+class DLedgerProcessGroup:
+    def __init__(self, tmp: Path, size: int = 3, **props: str) -> None:
+        self.tmp = tmp
+        self.ids = [f"n{i}" for i in range(size)]
+        self.ips = [free_addr().rsplit(":", 1)[0] for _ in range(size)]
+        self.peers = ";".join(f"{n}-{free_addr(ip)}" for n, ip in zip(self.ids, self.ips,
+                                                                      strict=True))
+        self.props = props
+        self.namesrv: NamesrvProc | None = None
+        self.brokers: list[BrokerProc] = []
+        self.rpc = RpcClient(connect_timeout=0.5)
+
+    async def start(self) -> None:
+        self.namesrv = await start_namesrv(self.tmp)
+        for n, ip in zip(self.ids, self.ips, strict=True):
+            root = self.tmp / n
+            root.mkdir(parents=True, exist_ok=True)
+            self.brokers.append(await start_broker(root, ip, **{
+                "brokerClusterName": "DLedgerCluster", "brokerName": "dledger-a",
+                "namesrvAddr": self.namesrv.addr, "storePathRootDir": str(root / "store"),
+                "enableProxy": "true", "enableDLegerCommitLog": "true",
+                "dLegerGroup": "dledger-a", "dLegerPeers": self.peers, "dLegerSelfId": n,
+                "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
+                "maxMessageSize": str(1024 * 1024), **self.props}))
+
+    @property
+    def endpoints(self) -> str:
+        return ";".join(f"{b.ip}:{b.props['grpcServerPort']}" for b in self.brokers)
+
+    def alive(self, i: int) -> bool:
+        p = self.brokers[i].proc
+        return p is not None and p.returncode is None
+
+    async def status(self, i: int) -> dict[str, object] | None:
+        if not self.alive(i):
+            return None
+        try:
+            resp = await self.rpc.invoke(self.brokers[i].addr,
+                                         RemotingCommand.request(DLEDGER_STATUS), 1.0)
+        except RpcError:
+            return None
+        data = json.loads(resp.body or b"{}")
+        return data if isinstance(data, dict) else None
+
+    async def leader(self) -> int | None:
+        for i in range(len(self.brokers)):
+            st = await self.status(i)
+            if st is not None and st.get("role") == "LEADER":
+                return i
+        return None
+
+    async def wait_leader(self, timeout: float = 30.0, *, not_index: int | None = None,
+                          want: int | None = None) -> int:
+        async with asyncio.timeout(timeout):
+            while True:
+                i = await self.leader()
+                if i is not None and i != not_index and want in (None, i):
+                    return i
+                await asyncio.sleep(0.05)
+
+    async def wait_caught_up(self, timeout: float = 60.0) -> None:
+        """Every replica has applied the leader's whole log."""
+        async with asyncio.timeout(timeout):
+            while True:
+                sts = [await self.status(i) for i in range(len(self.brokers))]
+                if all(s is not None for s in sts) and len(
+                        {s["appliedIndex"] for s in sts if s}) == 1:
+                    return
+                await asyncio.sleep(0.1)
+
+    async def kill(self, i: int) -> None:
+        await self.brokers[i].kill()
+
+    def hang(self, i: int) -> None:
+        p = self.brokers[i].proc
+        assert p is not None
+        os.kill(p.pid, signal.SIGSTOP)
+
+    def wake(self, i: int) -> None:
+        p = self.brokers[i].proc
+        assert p is not None
+        os.kill(p.pid, signal.SIGCONT)
+
+    async def restart(self, i: int) -> None:
+        await self.brokers[i].restart()
+
+    async def stop_brokers(self) -> None:
+        for i, b in enumerate(self.brokers):
+            if self.alive(i):
+                await b.terminate()
+
+    def messages(self, i: int) -> list[StoredMessage]:
+        return list(iter_messages(str(Path(self.brokers[i].props["storePathRootDir"])
+                                      / "commitlog")))
+
+    def commitlog(self, i: int) -> bytes:
+        directory = Path(self.brokers[i].props["storePathRootDir"]) / "commitlog"
+        return b"".join((directory / n).read_bytes() for n in sorted(os.listdir(directory)))
+
+    async def close(self) -> None:
+        for b in self.brokers:
+            with contextlib.suppress(Exception):
+                if b.proc is not None and b.proc.returncode is None:
+                    os.kill(b.proc.pid, signal.SIGCONT)
+                await b.kill()
+        if self.namesrv is not None:
+            await self.namesrv.kill()
+        await self.rpc.close()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- broker {i}\n{b.log_tail(60)}" for i, b in enumerate(self.brokers))
