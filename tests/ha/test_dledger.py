@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mqcluster.admin.ops import dledger_status
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
 from mqcluster.store.message import PutStatus
 from tests.ha.dledger_group import DLedgerGroup
@@ -113,3 +114,17 @@ async def test_leadership_returns_to_the_preferred_replica(tmp_path: Path) -> No
         await same_everywhere(g)
     finally:
         await g.stop()
+
+
+async def test_mqadmin_shows_each_replicas_term_role_commit_and_ledger_end(
+        group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    assert (await g.put(leader, b"x")).ok
+    await same_everywhere(g)
+    report = await dledger_status(";".join(c.broker_addr for c in g.configs), None, None)
+    rows = report.data["replicas"]
+    assert sorted(r["role"] for r in rows) == ["FOLLOWER", "FOLLOWER", "LEADER"]
+    assert len({r["term"] for r in rows}) == 1
+    assert all(r["commitIndex"] >= 1 and r["lastIndex"] >= r["commitIndex"] for r in rows)
+    assert "LedgerEnd" in report.text and "LEADER" in report.text

@@ -140,6 +140,10 @@ async def _consumer_connection(a: argparse.Namespace) -> Report:
     return await ops.connections(_namesrv(a) or "", a.consumerGroup, None, producer=False)
 
 
+async def _dledger_status(a: argparse.Namespace) -> Report:
+    return await ops.dledger_status(a.brokerAddr, a.clusterName, _namesrv(a, required=False))
+
+
 async def _clean_broker_metadata(a: argparse.Namespace) -> Report:
     return await ops.clean_broker_metadata(a.controllerAddress, a.clusterName, a.brokerName,
                                            a.brokerIds, a.cleanLivingBroker)
@@ -204,6 +208,10 @@ def _add_ops(add: Callable[[str, str, Runner], argparse.ArgumentParser]) -> None
 
     sp = add("consumerConnection", "List the consumers of a group", _consumer_connection)
     sp.add_argument("-g", "--consumerGroup", required=True)
+
+    sp = add("dledgerStatus", "Show the Raft term, role, commit index and ledger end of "
+             "DLedger-mode replicas", _dledger_status)
+    broker_or_cluster(sp)
 
     sp = add("cleanBrokerMetadata", "Remove a broker group's replicas from the controller",
              _clean_broker_metadata)

@@ -21,6 +21,7 @@ from mqcluster.admin.commands import (
     _controller,
     broker_names_of,
 )
+from mqcluster.broker.dledger import DLEDGER_STATUS
 from mqcluster.broker.handlers import ops as codes
 from mqcluster.broker.protocol import RequestCode as BrokerCode
 from mqcluster.controller.client import ControllerError
@@ -223,6 +224,25 @@ async def connections(namesrv: str, group: str, topic: str | None, producer: boo
     text = table(rows, [("ClientId", "clientId"), ("Kind", "kind"), ("Group", "group"),
                         ("Topics", "topics"), ("Connected", "connected"), ("Broker", "broker")])
     return Report(text, {"connectionSet": rows}, errors)
+
+
+async def dledger_status(broker_addr: str | None, cluster: str | None,
+                         namesrv: str | None) -> Report:
+    """Every replica of DLedger groups: Raft term, role, commit index and ledger end."""
+    if broker_addr:
+        targets = _addrs(broker_addr, "broker")
+    elif cluster and namesrv:
+        info = await _cluster_info(namesrv)
+        targets = sorted(a for name in broker_names_of(info, cluster)
+                         for a in info.brokerAddrTable[name].brokerAddrs.values())
+    else:
+        raise AdminError("give -b <brokerAddr>, or -c <clusterName> with a name server")
+    ok, errors = await _per_broker(targets, DLEDGER_STATUS)
+    rows = [{"broker": addr, **_body(resp)} for addr, resp in ok]
+    text = table(rows, [("Broker", "broker"), ("Peer", "id"), ("Role", "role"),
+                        ("Term", "term"), ("Leader", "leader"), ("CommitIndex", "commitIndex"),
+                        ("LedgerEnd", "lastIndex"), ("Applied", "appliedIndex")])
+    return Report(text, {"replicas": rows}, errors)
 
 
 async def clean_broker_metadata(controller: str, cluster: str | None, broker_name: str,
