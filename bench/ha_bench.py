@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from bench import Row, cpu_seconds
 from bench.broker_bench import BrokerProcess
@@ -43,12 +44,14 @@ HANG_SECONDS = 8.0
 REQUEST_TIMEOUT_S = 2
 
 
-async def batched(addr: str, pids: list[int]) -> tuple[float, list[float]]:
-    """(messages/s, CPU seconds per message of each pid) for PHASE_SECONDS of batches."""
+async def batched(addr: str, pids: list[int]) -> tuple[float, list[float], float]:
+    """(messages/s, CPU seconds per message of each pid, p99 ack latency in ms) for
+    PHASE_SECONDS of batches."""
     async with AdminClient(broker_addr=addr) as admin:
         await admin.create_topic(TOPIC, queue_nums=8)
     payload = random.randbytes(MSG_SIZE)
     count = 0
+    latencies: list[float] = []
     async with Producer(broker_addr=addr, retries=0) as producer:
         cpu0 = [cpu_seconds([p]) for p in pids]
         started = time.perf_counter()
@@ -58,13 +61,17 @@ async def batched(addr: str, pids: list[int]) -> tuple[float, list[float]]:
             nonlocal count
             while time.perf_counter() < deadline:
                 msgs = [Message(TOPIC, payload) for _ in range(BATCH)]
+                t0 = time.perf_counter()
                 count += len(await producer.send_batch(msgs))
+                latencies.append(time.perf_counter() - t0)
 
         await asyncio.gather(*(loop() for _ in range(SENDERS)))
         elapsed = time.perf_counter() - started
         per_msg = [(cpu_seconds([p]) - c) / max(1, count) for p, c in zip(pids, cpu0,
                                                                            strict=True)]
-    return count / elapsed, per_msg
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000 if ordered else 0.0
+    return count / elapsed, per_msg, p99
 
 
 def micro(per_msg: list[float]) -> str:
@@ -118,7 +125,26 @@ class AckClock:
         return max((b - a for a, b in itertools.pairwise(window)), default=0.0)
 
 
-async def failover(g: ProcessGroup) -> tuple[list[float], list[float], int]:
+class FaultTarget(Protocol):
+    """A replicated group as processes: who leads, and faults to inject."""
+
+    @property
+    def endpoints(self) -> str: ...
+
+    async def wait_master(self, timeout: float = ..., *, not_index: int | None = ...) -> int: ...
+
+    async def wait_ready(self) -> None: ...
+
+    async def kill(self, i: int) -> None: ...
+
+    async def restart(self, i: int) -> None: ...
+
+    def hang(self, i: int) -> None: ...
+
+    def wake(self, i: int) -> None: ...
+
+
+async def failover(g: FaultTarget) -> tuple[list[float], list[float], int]:
     clock = AckClock(g.endpoints)
     clock.thread.start()
     kills: list[float] = []
@@ -128,7 +154,7 @@ async def failover(g: ProcessGroup) -> tuple[list[float], list[float], int]:
         await clock.wait_acks(20)
         for _ in range(KILLS):
             m = await g.wait_master()
-            await g.wait_sync_state_set(3)
+            await g.wait_ready()
             await asyncio.sleep(rng.uniform(0.2, 0.6))
             t = time.monotonic()
             await g.kill(m)
@@ -137,7 +163,7 @@ async def failover(g: ProcessGroup) -> tuple[list[float], list[float], int]:
             await g.restart(m)
         for _ in range(HANGS):
             m = await g.wait_master()
-            await g.wait_sync_state_set(3)
+            await g.wait_ready()
             await asyncio.sleep(rng.uniform(0.2, 0.6))
             t = time.monotonic()
             g.hang(m)
@@ -164,7 +190,7 @@ async def _run(root: Path) -> list[Row]:
     await single.start()
     try:
         assert single.proc is not None
-        plain_rate, plain_cpu = await batched(single.addr, [single.proc.pid, os.getpid()])
+        plain_rate, plain_cpu, _ = await batched(single.addr, [single.proc.pid, os.getpid()])
     finally:
         await single.stop()
     g = ProcessGroup(root / "group")
@@ -174,8 +200,8 @@ async def _run(root: Path) -> list[Row]:
         m = await g.wait_master()
         pids = [b.proc.pid for b in g.brokers if b.proc is not None]
         order = [m] + [i for i in range(3) if i != m]
-        rate, per_msg = await batched(g.brokers[m].addr,
-                                      [pids[i] for i in order] + [os.getpid()])
+        rate, per_msg, _ = await batched(g.brokers[m].addr,
+                                         [pids[i] for i in order] + [os.getpid()])
         rows += [
             Row(NAME, "unreplicated broker, batched 1 KiB", plain_rate, "msgs/s",
                 note=f"CPU us/msg: broker, client = {micro(plain_cpu)}"),

@@ -38,6 +38,7 @@ class ProcessGroup:
         self.client: ControllerClient | None = None
 
     async def start(self) -> None:
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.controllers.start_all()
         await self.controllers.wait_active(30)
         self.namesrv = await start_namesrv(self.tmp)
@@ -100,6 +101,10 @@ class ProcessGroup:
                     if len(info.sync_state_set) >= size:
                         return info
                 await asyncio.sleep(0.1)
+
+    async def wait_ready(self) -> None:
+        """Every replica back in the SyncStateSet."""
+        await self.wait_sync_state_set(self.size)
 
     def alive(self, i: int) -> bool:
         p = self.brokers[i].proc

@@ -31,6 +31,7 @@ class DLedgerProcessGroup:
         self.rpc = RpcClient(connect_timeout=0.5)
 
     async def start(self) -> None:
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.namesrv = await start_namesrv(self.tmp)
         for n, ip in zip(self.ids, self.ips, strict=True):
             root = self.tmp / n
@@ -77,6 +78,12 @@ class DLedgerProcessGroup:
                 if i is not None and i != not_index and want in (None, i):
                     return i
                 await asyncio.sleep(0.05)
+
+    async def wait_master(self, timeout: float = 30.0, *, not_index: int | None = None) -> int:
+        return await self.wait_leader(timeout, not_index=not_index)
+
+    async def wait_ready(self) -> None:
+        await self.wait_caught_up()
 
     async def wait_caught_up(self, timeout: float = 60.0) -> None:
         """Every replica has applied the leader's whole log."""

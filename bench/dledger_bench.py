@@ -1,0 +1,94 @@
+"""DLedger mode: a Raft group of 3 brokers as the commitlog, beside controller mode and an
+unreplicated broker in the same run.
+
+1 KiB messages, native client batched (``ha_bench.BATCH`` per request, ``SENDERS``
+requests in flight): messages/s, p99 ack latency, and CPU microseconds per
+acknowledged message for every broker process and the client. The unreplicated
+broker's rate is the ``limit``. Failover: the official client with the three
+endpoints, one message at a time, the leader SIGKILLed ``DLEDGER_BENCH_KILLS`` times
+(default 20) and SIGSTOPped ``DLEDGER_BENCH_HANGS`` times (default 5): the longest gap
+between acknowledged sends around each fault, median and max.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+import bench.ha_bench as ha
+from bench import Row
+from bench.broker_bench import BrokerProcess
+from tests.ha.cluster import ProcessGroup
+from tests.ha.dledger_cluster import DLedgerProcessGroup
+
+NAME = "dledger"
+
+
+def cpu_note(names: list[str], per_msg: list[float]) -> str:
+    parts = ", ".join(f"{n} {x * 1e6:.0f}" for n, x in zip(names, per_msg, strict=True))
+    return f"CPU us/msg: {parts}; group {sum(per_msg[:-1]) * 1e6:.0f}"
+
+
+async def _run(root: Path) -> list[Row]:
+    rows: list[Row] = []
+    (root / "single").mkdir()
+    single = BrokerProcess(root / "single", "127.0.0.62", brokerName="bench-single")
+    await single.start()
+    try:
+        assert single.proc is not None
+        plain, plain_cpu, plain_p99 = await ha.batched(single.addr,
+                                                       [single.proc.pid, os.getpid()])
+    finally:
+        await single.stop()
+    rows.append(Row(NAME, "unreplicated broker, batched 1 KiB", plain, "msgs/s",
+                    note=f"p99 ack {plain_p99:.1f} ms; "
+                         + cpu_note(["broker", "client"], plain_cpu)))
+
+    ctl = ProcessGroup(root / "controller")
+    try:
+        await ctl.start()
+        await ctl.wait_ready()
+        m = await ctl.wait_master()
+        pids = [b.proc.pid for b in ctl.brokers if b.proc is not None]
+        order = [m] + [i for i in range(3) if i != m]
+        rate, per_msg, p99 = await ha.batched(ctl.brokers[m].addr,
+                                              [pids[i] for i in order] + [os.getpid()])
+        rows.append(Row(NAME, "controller mode, allAckInSyncStateSet, batched 1 KiB", rate,
+                        "msgs/s", "", plain, note=f"p99 ack {p99:.1f} ms; " + cpu_note(
+                            ["master", "slave", "slave", "client"], per_msg)))
+    finally:
+        await ctl.close()
+
+    g = DLedgerProcessGroup(root / "dledger")
+    try:
+        await g.start()
+        leader = await g.wait_leader()
+        await g.wait_caught_up()
+        pids = [b.proc.pid for b in g.brokers if b.proc is not None]
+        order = [leader] + [i for i in range(3) if i != leader]
+        rate, per_msg, p99 = await ha.batched(g.brokers[leader].addr,
+                                              [pids[i] for i in order] + [os.getpid()])
+        rows.append(Row(NAME, "DLedger group of 3, batched 1 KiB", rate, "msgs/s",
+                        ">= 0.5 x unreplicated", plain, note=f"p99 ack {p99:.1f} ms; "
+                        + cpu_note(["leader", "follower", "follower", "client"], per_msg)))
+        ha.KILLS = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
+        ha.HANGS = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
+        if ha.KILLS or ha.HANGS:
+            kills, hangs, failures = await ha.failover(g)
+            for label, gaps in (("SIGKILL", kills), ("SIGSTOP", hangs)):
+                if gaps:
+                    rows.append(Row(NAME, f"failover gap after {label} of the leader (median)",
+                                    statistics.median(gaps), "s", "median < 1.5 s",
+                                    note=f"max {max(gaps):.2f} s over {len(gaps)}; official "
+                                         f"client, 3 endpoints; failed sends {failures}"))
+    finally:
+        await g.close()
+    return rows
+
+
+def run() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bench-dledger-") as tmp:
+        return asyncio.run(_run(Path(tmp)))
