@@ -1,0 +1,94 @@
+"""The other files of a store, and the test histories, as plain rows (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mqcluster.store.checkpoint import load_checkpoint
+from mqcluster.store.epoch_file import EpochFileCache
+from mqcluster.store.offline import iter_consume_queue
+from mqcluster_audit.segments import read_segment, segment_files
+
+
+def parse_stores(spec: str) -> list[tuple[str, Path]]:
+    """``"a=/s/a,b=/s/b"`` or ``"/s/a,/s/b"`` -> [(replica, store dir)] (names default to the
+    directory's name)."""
+    out = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, sep, path = part.partition("=")
+        if not sep:
+            name, path = Path(part).name, part
+        out.append((name, Path(path)))
+    if not out:
+        raise ValueError("no store directory given")
+    return out
+
+
+def commitlog_dir(store: Path) -> Path:
+    return store / "commitlog"
+
+
+def epoch_rows(replica: str, store: Path) -> list[dict[str, Any]]:
+    path = store / "epochFileCheckpoint"
+    if not path.exists():
+        return []
+    cache = EpochFileCache.load(str(path))
+    max_offset = max_commitlog_offset(store)
+    entries = cache.entries
+    return [{"replica": replica, "epoch": e.epoch, "start_offset": e.start_offset,
+             "end_offset": e.end_offset if i + 1 < len(entries) else max_offset}
+            for i, e in enumerate(entries)]
+
+
+def max_commitlog_offset(store: Path) -> int:
+    """End of the last whole, sound record of the commitlog."""
+    directory = commitlog_dir(store)
+    if not directory.is_dir():
+        return 0
+    files = segment_files(directory)
+    if not files:
+        return 0
+    last = read_segment(files[-1], "", verify_crc=False)
+    good = [r for r in last.to_pylist() if r["status"] == "ok"]
+    if not good:
+        return int(files[-1].name)
+    return int(good[-1]["physical_offset"] + good[-1]["size"])
+
+
+def confirm_offset(store: Path) -> int | None:
+    cp = load_checkpoint(str(store / "checkpoint"))
+    return cp.confirm_phy_offset if cp is not None and cp.confirm_phy_offset else None
+
+
+def consume_queue_rows(replica: str, store: Path) -> Iterator[dict[str, Any]]:
+    root = store / "consumequeue"
+    if not root.is_dir():
+        return
+    for topic in sorted(os.listdir(root)):
+        if not (root / topic).is_dir():
+            continue  # the queue index beside the topic directories
+        for qid in sorted((q for q in os.listdir(root / topic) if q.isdigit()), key=int):
+            for e in iter_consume_queue(str(root / topic / qid)):
+                yield {"replica": replica, "topic": topic, "queue_id": int(qid),
+                       "queue_offset": e.queue_offset, "physical_offset": e.commitlog_offset,
+                       "size": e.size}
+
+
+def offset_rows(replica: str, store: Path) -> list[dict[str, Any]]:
+    path = store / "config" / "consumerOffset.json"
+    if not path.exists():
+        return []
+    table = json.loads(path.read_text()).get("offsetTable") or {}
+    rows = []
+    for key, queues in table.items():
+        topic, _, group = key.partition("@")
+        for qid, off in queues.items():
+            rows.append({"replica": replica, "topic": topic, "group": group,
+                         "queue_id": int(qid), "consumer_offset": int(off)})
+    return rows
