@@ -24,7 +24,7 @@ from mqcluster.store.codec import BLANK_MAGIC, HEADER, MESSAGE_MAGIC, PREFIX
 SCHEMA = pa.schema([
     ("replica", pa.string()), ("segment", pa.string()), ("physical_offset", pa.int64()),
     ("size", pa.int32()), ("status", pa.string()), ("reason", pa.string()),
-    ("crc_ok", pa.bool_()), ("topic", pa.string()), ("queue_id", pa.int32()),
+    ("crc_ok", pa.bool_()), ("crc", pa.int64()), ("topic", pa.string()), ("queue_id", pa.int32()),
     ("queue_offset", pa.int64()), ("sys_flag", pa.int32()), ("tags", pa.string()),
     ("keys", pa.string()), ("msg_id", pa.string()), ("born_timestamp", pa.int64()),
     ("store_timestamp", pa.int64()), ("body_length", pa.int32()), ("body", pa.binary()),
@@ -57,6 +57,12 @@ def _walk(data: bytes, limit: int) -> tuple[list[int], str | None, str]:
     if pos < n and any(data[pos:]):
         return starts, "truncated", "the file ends inside a record header"
     return starts, None, ""
+
+
+def _torn(data: bytes, start: int, size: int) -> bool:
+    """A preallocated file's torn tail: the record ends in zeros and nothing follows."""
+    end = start + size
+    return not any(data[end - 8:end]) and not any(data[end:end + 4096])
 
 
 def _gather(arr: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
@@ -115,8 +121,8 @@ def decode_segment(data: bytes, base_offset: int, replica: str, segment: str,
     props_len = _be(arr, p, ">i2").astype(np.int64) if n else np.zeros(0, np.int64)
     props_at = p + 2
     layout_ok = (props_at + props_len == starts + size) if n else np.zeros(0, bool)
+    stored_crc = _be(arr, starts + 8, ">u4") if n else np.zeros(0, np.uint32)
     if verify_crc and n:
-        stored_crc = _be(arr, starts + 8, ">u4")
         view = memoryview(data)
         crc_ok = np.fromiter((zlib.crc32(view[s + 12:s + z]) == c for s, z, c in
                               zip(starts_list, size.tolist(), stored_crc.tolist(), strict=True)),
@@ -124,6 +130,11 @@ def decode_segment(data: bytes, base_offset: int, replica: str, segment: str,
     else:
         crc_ok = np.ones(n, dtype=bool)
     crc_ok &= layout_ok
+    status = np.where(crc_ok, "ok", "corrupt").astype(object)
+    reasons = np.where(crc_ok, "", "CRC or field lengths do not match").astype(object)
+    if n and not crc_ok[-1] and _torn(data, starts_list[-1], int(size[-1])):
+        status[-1] = "truncated"
+        reasons[-1] = "the last record was not written whole (zeros at its end)"
     topics = _cut(arr, topic_at, topic_len).cast(pa.string())
     props = _cut(arr, props_at, props_len).cast(pa.string())
     uniq = _prop(props, "UNIQ_KEY")
@@ -132,10 +143,10 @@ def decode_segment(data: bytes, base_offset: int, replica: str, segment: str,
         "segment": pa.array([segment] * n, pa.string()),
         "physical_offset": pa.array(base_offset + starts, pa.int64()),
         "size": pa.array(size, pa.int32()),
-        "status": pa.array(np.where(crc_ok, "ok", "corrupt"), pa.string()),
-        "reason": pa.array(np.where(crc_ok, "", "CRC or field lengths do not match"),
-                           pa.string()),
+        "status": pa.array(status, pa.string()),
+        "reason": pa.array(reasons, pa.string()),
         "crc_ok": pa.array(crc_ok, pa.bool_()),
+        "crc": pa.array(stored_crc.astype(np.int64), pa.int64()),
         "topic": topics,
         "queue_id": pa.array(queue_id, pa.int32()),
         "queue_offset": pa.array(queue_offset, pa.int64()),
