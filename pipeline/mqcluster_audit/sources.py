@@ -4,7 +4,8 @@
 
 ``mqcluster.commitlog`` reads one partition per segment file (files are read in
 parallel) and yields Arrow record batches; ``mqcluster.epochs``,
-``mqcluster.consumequeue``, ``mqcluster.offsets`` take the same ``stores`` option;
+``mqcluster.consumequeue``, ``mqcluster.offsets``, ``mqcluster.dledger`` (the DLedger-mode
+Raft log: term, index, messages per entry) take the same ``stores`` option;
 ``mqcluster.history`` takes ``paths`` (JSON-lines files). ``body=true`` adds message
 bodies; ``verifyCrc=false`` skips the CRC check.
 """
@@ -142,6 +143,19 @@ class OffsetsSource(_RowsSource):
         return stores.offset_rows(replica, store)
 
 
+class DLedgerSource(_RowsSource):
+    ddl = ("replica string, segment string, index bigint, term bigint, type int, "
+           "data_length int, messages int, status string, reason string")
+
+    @classmethod
+    def name(cls) -> str:
+        return "mqcluster.dledger"
+
+    @staticmethod
+    def rows(replica: str, store: Path) -> list[dict[str, Any]]:
+        return list(stores.dledger_rows(replica, store))
+
+
 class HistorySource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -168,7 +182,8 @@ class HistoryReader(DataSourceReader):
             yield history.read_history(Path(partition.path))
 
 
-SOURCES = (CommitLogSource, EpochsSource, ConsumeQueueSource, OffsetsSource, HistorySource)
+SOURCES = (CommitLogSource, EpochsSource, ConsumeQueueSource, OffsetsSource, DLedgerSource,
+           HistorySource)
 
 
 def register(spark: SparkSession) -> None:

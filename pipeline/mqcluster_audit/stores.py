@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mqcluster.ha.dledger_entry import EntryFormatError, decode_batch
+from mqcluster.raft.diskformat import RECORD
+from mqcluster.raft.types import EntryType
 from mqcluster.store.checkpoint import load_checkpoint
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.offline import iter_consume_queue
@@ -92,3 +96,36 @@ def offset_rows(replica: str, store: Path) -> list[dict[str, Any]]:
             rows.append({"replica": replica, "topic": topic, "group": group,
                          "queue_id": int(qid), "consumer_offset": int(off)})
     return rows
+
+
+def dledger_rows(replica: str, store: Path) -> Iterator[dict[str, Any]]:
+    """The DLedger-mode Raft log (``<store>/dledger/log/*.seg``, layout in
+    ``mqcluster.raft.diskformat``): one row per entry with its term, index and how many
+    messages it carries; a damaged record ends the segment as one flagged row."""
+    log_dir = store / "dledger" / "log"
+    if not log_dir.is_dir():
+        return
+    for path in sorted(log_dir.glob("*.seg")):
+        data = path.read_bytes()
+        pos = 0
+        while pos + RECORD.size <= len(data):
+            length, crc, index, term, typ = RECORD.unpack_from(data, pos)
+            end = pos + 8 + length
+            if length == 0 and not any(data[pos:pos + 64]):
+                break
+            bad = ("truncated" if end > len(data) else
+                   "corrupt" if zlib.crc32(memoryview(data)[pos + 8:end]) != crc else None)
+            row = {"replica": replica, "segment": path.name, "index": index, "term": term,
+                   "type": typ, "data_length": length - (RECORD.size - 8),
+                   "messages": 0, "status": bad or "ok", "reason": ""}
+            if bad is not None:
+                row["reason"] = f"record at byte {pos} of {path.name} is {bad}"
+                yield row
+                break
+            if typ == EntryType.NORMAL:
+                try:
+                    row["messages"] = len(decode_batch(data[pos + RECORD.size:end]).records)
+                except EntryFormatError as exc:
+                    row["status"], row["reason"] = "corrupt", str(exc)
+            yield row
+            pos = end

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -14,6 +15,7 @@ from mqcluster_audit import jobs
 from mqcluster_audit.cli import main
 from mqcluster_audit.history import HistoryWriter
 from mqcluster_audit.segments import segment_files
+from tests.ha.dledger_group import DLedgerGroup
 from tests.mqcluster_audit.conftest import messages, write_store
 
 
@@ -142,3 +144,23 @@ def test_cli_writes_parquet_summary_and_html_and_fails_on_a_fault(tmp_path: Path
     assert (out / "missing.parquet").is_dir()
     assert spark.read.parquet(str(out / "missing.parquet")).count() == 30
     assert main(["lag", "--stores", "/nonexistent", "--out", str(out)]) == 2
+
+
+def test_dledger_log_as_rows(spark: SparkSession, tmp_path: Path) -> None:
+    async def run() -> None:
+        g = DLedgerGroup(tmp_path / "group")
+        try:
+            await g.start()
+            leader = await g.wait_leader()
+            for i in range(5):
+                assert (await g.put(leader, f"d{i}".encode())).ok
+        finally:
+            await g.stop()
+
+    asyncio.run(run())
+    store = tmp_path / "group" / "n0"
+    df = spark.read.format("mqcluster.dledger").option("stores", f"n0={store}").load()
+    rows = df.where("messages > 0").orderBy("index").collect()
+    assert [r["messages"] for r in rows] == [1] * 5
+    assert all(r["status"] == "ok" and r["term"] >= 1 for r in rows)
+    assert [r["index"] for r in rows] == sorted(r["index"] for r in rows)
