@@ -46,6 +46,7 @@ async def _run(root: Path) -> list[Row]:
     rows.append(Row(NAME, "unreplicated broker, batched 1 KiB", plain, "msgs/s",
                     note=f"p99 ack {plain_p99:.1f} ms; "
                          + cpu_note(["broker", "client"], plain_cpu)))
+    rows.append(ha.ceiling_row(NAME, plain, plain_cpu))
 
     ctl = ProcessGroup(root / "controller")
     try:

@@ -74,6 +74,16 @@ async def batched(addr: str, pids: list[int]) -> tuple[float, list[float], float
     return count / elapsed, per_msg, p99
 
 
+def ceiling_row(bench: str, plain_rate: float, plain_cpu: list[float]) -> Row:
+    """What this machine allows 3 replicas at best: each stores every message at the
+    unreplicated broker's CPU cost (no replication cost at all), plus the client."""
+    cpus = os.cpu_count() or 1
+    ceiling = cpus / (3 * plain_cpu[0] + plain_cpu[1])
+    return Row(bench, f"ceiling for 3 replicas on {cpus} CPUs", ceiling, "msgs/s", "",
+               plain_rate, note="3 x the unreplicated broker's CPU per message + the "
+                                "client's: the ratio no 3-replica group can pass here")
+
+
 def micro(per_msg: list[float]) -> str:
     return ", ".join(f"{x * 1e6:.0f}" for x in per_msg)
 
@@ -205,6 +215,7 @@ async def _run(root: Path) -> list[Row]:
         rows += [
             Row(NAME, "unreplicated broker, batched 1 KiB", plain_rate, "msgs/s",
                 note=f"CPU us/msg: broker, client = {micro(plain_cpu)}"),
+            ceiling_row(NAME, plain_rate, plain_cpu),
             Row(NAME, "3 replicas, allAckInSyncStateSet, batched 1 KiB", rate, "msgs/s",
                 ">= 0.6 x unreplicated", plain_rate,
                 note=f"CPU us/msg: master, slave, slave, client = {micro(per_msg)}; "

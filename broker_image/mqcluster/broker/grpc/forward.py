@@ -108,10 +108,21 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
             if not target:
                 await self._no_master(context, target)
             assert target is not None
-            call = self._channels.channel(target).unary_unary(method)(
+            channels = self._channels
+            changed = channels.changed
+            call = channels.channel(target).unary_unary(method)(
                 request, metadata=_metadata(context), timeout=context.time_remaining())
+            moved = asyncio.ensure_future(changed.wait())
+            answer = asyncio.ensure_future(_result(call))
+            done, _ = await asyncio.wait({answer, moved}, return_when=asyncio.FIRST_COMPLETED)
+            if answer not in done:  # the master moved (it may hang): the client retries now
+                call.cancel()
+                answer.cancel()
+                await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                    f"the master moved away from {target}; retry")
+            moved.cancel()
             try:
-                response: bytes = await call
+                response: bytes = await answer
             except grpc.aio.AioRpcError as exc:
                 await _relay_error(context, exc, target)
                 raise
@@ -160,6 +171,11 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
                 call.cancel()
 
         return handle
+
+
+async def _result(call: Any) -> bytes:
+    response: bytes = await call
+    return response
 
 
 async def _until_master_changes(call: Any, channels: MasterChannels) -> AsyncIterator[bytes]:
