@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -79,12 +78,7 @@ async def _run(root: Path) -> list[Row]:
         ha.HANGS = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
         if ha.KILLS or ha.HANGS:
             kills, hangs, failures = await ha.failover(g)
-            for label, gaps in (("SIGKILL", kills), ("SIGSTOP", hangs)):
-                if gaps:
-                    rows.append(Row(NAME, f"failover gap after {label} of the leader (median)",
-                                    statistics.median(gaps), "s", "median < 1.5 s",
-                                    note=f"max {max(gaps):.2f} s over {len(gaps)}; official "
-                                         f"client, 3 endpoints; failed sends {failures}"))
+            rows += ha.failover_rows(NAME, "leader", kills, hangs, failures, 1.5, 1.5)
     finally:
         await g.close()
     return rows

@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 from pathlib import Path
 
 from mqcluster.controller.client import ControllerClient, ReplicaInfo
 from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.store.message import StoredMessage
-from mqcluster.store.offline import iter_messages
 from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from tests.ha.brokers import BrokerProcesses
 from tests.procs import free_addr
 
 GROUP = "group-a"
 CLUSTER = "HACluster"
 
 
-class ProcessGroup:
+class ProcessGroup(BrokerProcesses):
     def __init__(self, tmp: Path, size: int = 3, **broker_props: str) -> None:
         self.tmp = tmp
         self.size = size
@@ -71,11 +68,6 @@ class ProcessGroup:
             props.pop("brokerId", None)
             self.brokers.append(await start_broker(root, ip, **props))
 
-    @property
-    def endpoints(self) -> str:
-        """Every replica's gRPC endpoint, as a client configured for the group lists them."""
-        return ";".join(f"{b.ip}:{b.props['grpcServerPort']}" for b in self.brokers)
-
     async def replica_info(self) -> ReplicaInfo:
         assert self.client is not None
         return await self.client.get_replica_info(GROUP)
@@ -106,26 +98,6 @@ class ProcessGroup:
         """Every replica back in the SyncStateSet."""
         await self.wait_sync_state_set(self.size)
 
-    def alive(self, i: int) -> bool:
-        p = self.brokers[i].proc
-        return p is not None and p.returncode is None
-
-    async def kill(self, i: int) -> None:
-        await self.brokers[i].kill()
-
-    def hang(self, i: int) -> None:
-        p = self.brokers[i].proc
-        assert p is not None
-        os.kill(p.pid, signal.SIGSTOP)
-
-    def wake(self, i: int) -> None:
-        p = self.brokers[i].proc
-        assert p is not None
-        os.kill(p.pid, signal.SIGCONT)
-
-    async def restart(self, i: int) -> None:
-        await self.brokers[i].restart()
-
     async def stop_brokers(self) -> None:
         """SIGTERM every broker (clean shutdown, stores closed) for offline checks; the
         master last, so no election happens on the way."""
@@ -137,30 +109,10 @@ class ProcessGroup:
                 self.wake(i)
                 await self.brokers[i].terminate()
 
-    def store_dir(self, i: int) -> Path:
-        return Path(self.brokers[i].props["storePathRootDir"])
-
-    def messages(self, i: int) -> list[StoredMessage]:
-        return list(iter_messages(str(self.store_dir(i) / "commitlog")))
-
-    def commitlog(self, i: int) -> bytes:
-        out = b""
-        directory = self.store_dir(i) / "commitlog"
-        for name in sorted(os.listdir(directory)):
-            out += (directory / name).read_bytes()
-        return out
-
     async def close(self) -> None:
-        for b in self.brokers:
-            with contextlib.suppress(Exception):
-                if b.proc is not None and b.proc.returncode is None:
-                    os.kill(b.proc.pid, signal.SIGCONT)
-                await b.kill()
+        await self.kill_brokers()
         if self.namesrv is not None:
             await self.namesrv.kill()
         self.controllers.kill_all()
         if self.client is not None:
             await self.client.close()
-
-    def logs(self) -> str:
-        return "\n".join(f"--- broker {i}\n{b.log_tail(60)}" for i, b in enumerate(self.brokers))

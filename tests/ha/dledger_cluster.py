@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
 from pathlib import Path
 
 from mqcluster.broker.dledger import DLEDGER_STATUS
-from mqcluster.store.message import StoredMessage
-from mqcluster.store.offline import iter_messages
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient, RpcError
 from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from tests.ha.brokers import BrokerProcesses
 from tests.procs import free_addr
 
 
-class DLedgerProcessGroup:
+class DLedgerProcessGroup(BrokerProcesses):
     def __init__(self, tmp: Path, size: int = 3, **props: str) -> None:
         self.tmp = tmp
         self.ids = [f"n{i}" for i in range(size)]
@@ -43,14 +39,6 @@ class DLedgerProcessGroup:
                 "dLegerGroup": "dledger-a", "dLegerPeers": self.peers, "dLegerSelfId": n,
                 "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
                 "maxMessageSize": str(1024 * 1024), **self.props}))
-
-    @property
-    def endpoints(self) -> str:
-        return ";".join(f"{b.ip}:{b.props['grpcServerPort']}" for b in self.brokers)
-
-    def alive(self, i: int) -> bool:
-        p = self.brokers[i].proc
-        return p is not None and p.returncode is None
 
     async def status(self, i: int) -> dict[str, object] | None:
         if not self.alive(i):
@@ -95,44 +83,13 @@ class DLedgerProcessGroup:
                     return
                 await asyncio.sleep(0.1)
 
-    async def kill(self, i: int) -> None:
-        await self.brokers[i].kill()
-
-    def hang(self, i: int) -> None:
-        p = self.brokers[i].proc
-        assert p is not None
-        os.kill(p.pid, signal.SIGSTOP)
-
-    def wake(self, i: int) -> None:
-        p = self.brokers[i].proc
-        assert p is not None
-        os.kill(p.pid, signal.SIGCONT)
-
-    async def restart(self, i: int) -> None:
-        await self.brokers[i].restart()
-
     async def stop_brokers(self) -> None:
         for i, b in enumerate(self.brokers):
             if self.alive(i):
                 await b.terminate()
 
-    def messages(self, i: int) -> list[StoredMessage]:
-        return list(iter_messages(str(Path(self.brokers[i].props["storePathRootDir"])
-                                      / "commitlog")))
-
-    def commitlog(self, i: int) -> bytes:
-        directory = Path(self.brokers[i].props["storePathRootDir"]) / "commitlog"
-        return b"".join((directory / n).read_bytes() for n in sorted(os.listdir(directory)))
-
     async def close(self) -> None:
-        for b in self.brokers:
-            with contextlib.suppress(Exception):
-                if b.proc is not None and b.proc.returncode is None:
-                    os.kill(b.proc.pid, signal.SIGCONT)
-                await b.kill()
+        await self.kill_brokers()
         if self.namesrv is not None:
             await self.namesrv.kill()
         await self.rpc.close()
-
-    def logs(self) -> str:
-        return "\n".join(f"--- broker {i}\n{b.log_tail(60)}" for i, b in enumerate(self.brokers))

@@ -95,16 +95,12 @@ async def topic_route(namesrv: str, topic: str) -> Report:
     return Report(fmt.render_topic_route(route), route.model_dump(mode="json"))
 
 
-async def update_topic(
-    header: CreateTopicRequestHeader,
-    *,
-    broker_addr: str | None,
-    cluster: str | None,
-    namesrv: str | None,
-) -> Report:
+async def broker_targets(broker_addr: str | None, cluster: str | None,
+                         namesrv: str | None) -> list[str]:
+    """``-b brokerAddr`` itself, or every master of ``-c clusterName``."""
     if broker_addr:
-        targets = _addrs(broker_addr, "broker")
-    elif cluster:
+        return _addrs(broker_addr, "broker")
+    if cluster:
         if not namesrv:
             raise AdminError("-c needs a name server: give -n or set NAMESRV_ADDR")
         info = await _cluster_info(namesrv)
@@ -112,8 +108,18 @@ async def update_topic(
         targets = info.master_addrs(cluster)
         if not targets:
             raise AdminError(f"cluster {cluster!r} has no master broker")
-    else:
-        raise AdminError("give -b <brokerAddr> or -c <clusterName>")
+        return targets
+    raise AdminError("give -b <brokerAddr> or -c <clusterName>")
+
+
+async def update_topic(
+    header: CreateTopicRequestHeader,
+    *,
+    broker_addr: str | None,
+    cluster: str | None,
+    namesrv: str | None,
+) -> Report:
+    targets = await broker_targets(broker_addr, cluster, namesrv)
     rpc = RpcClient(connect_timeout=CONNECT_TIMEOUT)
     results: list[fmt.UpdateTopicResult] = []
     try:

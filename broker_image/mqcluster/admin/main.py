@@ -84,7 +84,8 @@ async def _elect_master(a: argparse.Namespace) -> Report:
 
 
 async def _targets(a: argparse.Namespace) -> list[str]:
-    return await ops._targets(a.brokerAddr, a.clusterName, _namesrv(a, required=False))
+    return await commands.broker_targets(a.brokerAddr, a.clusterName,
+                                         _namesrv(a, required=False))
 
 
 async def _update_sub_group(a: argparse.Namespace) -> Report:

@@ -20,6 +20,7 @@ from mqcluster.admin.commands import (
     _cluster_info,
     _controller,
     broker_names_of,
+    broker_targets,
 )
 from mqcluster.broker.dledger import DLEDGER_STATUS
 from mqcluster.broker.handlers import ops as codes
@@ -61,21 +62,6 @@ def _body(resp: RemotingCommand) -> Any:
     return json.loads(resp.body or b"{}")
 
 
-async def _targets(broker_addr: str | None, cluster: str | None, namesrv: str | None) -> list[str]:
-    if broker_addr:
-        return _addrs(broker_addr, "broker")
-    if cluster:
-        if not namesrv:
-            raise AdminError("-c needs a name server: give -n or set NAMESRV_ADDR")
-        info = await _cluster_info(namesrv)
-        broker_names_of(info, cluster)
-        targets = info.master_addrs(cluster)
-        if not targets:
-            raise AdminError(f"cluster {cluster!r} has no master broker")
-        return targets
-    raise AdminError("give -b <brokerAddr> or -c <clusterName>")
-
-
 async def _per_broker(targets: Sequence[str], code: int, ext: dict[str, str] | None = None,
                       body: bytes = b"") -> tuple[list[tuple[str, RemotingCommand]], list[str]]:
     rpc = RpcClient(connect_timeout=CONNECT_TIMEOUT)
@@ -107,7 +93,7 @@ async def update_sub_group(targets: list[str], group: dict[str, Any]) -> Report:
 
 
 async def delete_topic(namesrv: str, cluster: str, topic: str) -> Report:
-    targets = await _targets(None, cluster, namesrv)
+    targets = await broker_targets(None, cluster, namesrv)
     ok, errors = await _per_broker(targets, BrokerCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
     ns_ok, ns_errors = await _per_broker(_addrs(namesrv, "name server"),
                                          NamesrvCode.DELETE_TOPIC_IN_NAMESRV,
