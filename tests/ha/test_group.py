@@ -336,8 +336,10 @@ async def test_clean_broker_metadata_retires_a_dead_replica(tmp_path: Path) -> N
     try:
         await g.start()
         m = await g.wait_master()
+        await full_set(g, m, 2)
         gone = 1 - m
         gone_id = g.broker(gone).replicas.broker_id  # type: ignore[union-attr]
+        assert gone_id is not None
         await g.kill(gone)
         assert g.controller is not None
         state = g.controller.state
