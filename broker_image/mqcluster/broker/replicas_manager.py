@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
@@ -192,8 +193,7 @@ class ReplicasManager:
         ]
 
     @staticmethod
-    async def _every(period_ms: int, job: object) -> None:
-        assert callable(job)
+    async def _every(period_ms: int, job: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(period_ms / 1000)
             try:
