@@ -16,7 +16,6 @@ import logging
 
 from mqcluster.broker.config import MASTER_ID, BrokerRole
 from mqcluster.broker.context import BrokerContext, ReplicaRole
-from mqcluster.broker.replicas_manager import MasterGate
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.ha.master import HAMasterOptions, HAMasterService
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
@@ -47,7 +46,7 @@ class ClassicReplication:
         self.epochs = EpochFileCache.load(str(cfg.epoch_file))
         self.epochs.truncate_suffix_by_offset(store.commitlog_max_offset + 1)
         self.master = HAMasterService(store, self.epochs, classic_options(ctx))
-        store.write_gate = MasterGate(self.master)
+        store.write_gate = self.master
         self.slave: HASlaveClient | None = None
         self.brokers = BrokerApi(timeout=1.0)
         self._server: asyncio.Server | None = None

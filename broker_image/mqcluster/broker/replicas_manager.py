@@ -45,7 +45,6 @@ from mqcluster.ha.master import HAMasterOptions, HAMasterService
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache
-from mqcluster.store.message import PutStatus
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcError
 
@@ -59,27 +58,6 @@ MASTER_INFO_TRIES = 4
 class MasterEndpoints:
     ha: str
     grpc: str | None
-
-
-class MasterGate:
-    """The store's write gate in controller mode: only the master takes writes."""
-
-    def __init__(self, master: HAMasterService) -> None:
-        self.master = master
-
-    def refuse_write(self) -> tuple[PutStatus, str] | None:
-        svc = self.master
-        view = svc.view
-        if view is None:
-            return PutStatus.SERVICE_NOT_AVAILABLE, "this broker is not the master"
-        if len(view.members) < svc.options.min_in_sync_replicas:
-            return (PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
-                    f"SyncStateSet {sorted(view.members)} has fewer members than "
-                    f"minInSyncReplicas={svc.options.min_in_sync_replicas}")
-        return None
-
-    async def wait_acked(self, end_offset: int) -> bool:
-        return await self.master.wait_acked(end_offset)
 
 
 def master_options(cfg: BrokerConfig) -> HAMasterOptions:
@@ -104,7 +82,7 @@ class ReplicasManager:
         # Recovery may have cut the commitlog below terms the file still names.
         self.epochs.truncate_suffix_by_offset(store.commitlog_max_offset + 1)
         self.master = HAMasterService(store, self.epochs, master_options(cfg))
-        store.write_gate = MasterGate(self.master)
+        store.write_gate = self.master
         self.slave: HASlaveClient | None = None
         self.client = ControllerClient(cfg.controller_addrs, retry_timeout=5.0)
         self.brokers = BrokerApi(timeout=1.0)

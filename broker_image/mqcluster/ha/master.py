@@ -29,6 +29,7 @@ from mqcluster.ha.protocol import (
 from mqcluster.ha.sync_state import SyncStateView
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import OPEN_END, EpochFileCache
+from mqcluster.store.message import PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -124,13 +125,14 @@ class HAMasterService:
 
     # ---- write acks ----------------------------------------------------------------
 
-    def refuse_write(self) -> str | None:
-        """Why a write must not be taken now (None: take it)."""
+    def refuse_write(self) -> tuple[PutStatus, str] | None:
+        """The store's write gate: why a write must not be taken now (None: take it)."""
         view = self.view
         if view is None:
-            return "not the master"
+            return PutStatus.SERVICE_NOT_AVAILABLE, "this broker is not the master"
         if len(view.members) < self.options.min_in_sync_replicas:
-            return (f"SyncStateSet has {len(view.members)} members, fewer than "
+            return (PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
+                    f"SyncStateSet {sorted(view.members)} has fewer members than "
                     f"minInSyncReplicas={self.options.min_in_sync_replicas}")
         return None
 
