@@ -109,7 +109,8 @@ class ControllerSpec(PodMeta):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "self.deployment == oldSelf.deployment",
+                    "rule": "has(self.deployment) == has(oldSelf.deployment)"
+                    " && (!has(self.deployment) || self.deployment == oldSelf.deployment)",
                     "message": "deployment cannot be changed",
                 }
             ]
