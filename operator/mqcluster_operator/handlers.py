@@ -15,8 +15,10 @@ delay the election followers' relabels).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kopf
@@ -25,7 +27,7 @@ from . import conditions, kopf_settings, metrics, names, reconcile
 from .events import build_event
 from .follower import BrokerGroupFollower, ControllerFollower
 from .following import default_probe
-from .k8s import Api, Ref, differs
+from .k8s import Api, ApiError, Ref, differs
 from .polling import ElectionHub
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
@@ -89,14 +91,50 @@ def login(memo: Any, **kwargs: Any) -> kopf.ConnectionInfo | None:
     return info
 
 
+def refusal(obj: Mapping[str, Any], exc: ApiError) -> tuple[str, str]:
+    """(reason, message) of a write the API server refuses for good."""
+    what = f"{obj['kind']} {obj['metadata'].get('name', '')}"
+    if obj["kind"] == "StatefulSet" and exc.status == 422 and "volumeClaimTemplates" in str(exc):
+        return ("StorageImmutable",
+                f"{what}: storage (size, storageClassName) cannot change once the "
+                f"StatefulSet exists; revert spec.storage or migrate the data to a new "
+                f"BrokerGroup ({exc.message})")
+    return "ApplyRefused", f"{what}: the API server refused the change: {exc}"
+
+
+async def apply_objects(api: Api, objects: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """Apply every object; a transient failure is retried by kopf after the server's
+    ``Retry-After``; a permanent one is returned as (reason, message), not retried."""
+    for obj in objects:
+        try:
+            result = await api.apply(dict(obj))
+        except ApiError as exc:
+            if exc.transient:
+                raise kopf.TemporaryError(str(exc), delay=exc.retry_after or 1.0) from exc
+            metrics.APPLIED.labels(obj["kind"], "refused").inc()
+            return refusal(obj, exc)
+        metrics.APPLIED.labels(obj["kind"], result).inc()
+    return None
+
+
 async def apply_outcome(
     memo: Any, body: kopf.Body, outcome: reconcile.Outcome, patch: kopf.Patch, needs_master: bool,
 ) -> None:
     api: Api = memo.api
-    for obj in outcome.objects:
-        result = await api.apply(obj)
-        metrics.APPLIED.labels(obj["kind"], result).inc()
     status = dict(outcome.status)
+    refused = await apply_objects(api, outcome.objects)
+    if refused is not None:
+        reason, message = refused
+        base = status.get("conditions", body.status.get("conditions") or [])
+        status["conditions"] = conditions.set_condition(
+            base, "Applied", False, reason, message, memo.clock(), body.metadata.get("generation"))
+        before = conditions.get_condition(body.status.get("conditions") or [], "Applied") or {}
+        if (before.get("status"), before.get("reason")) != ("False", reason):
+            outcome = dataclasses.replace(outcome, event=("Warning", "ApplyFailed", message))
+    elif outcome.objects:
+        base = status.get("conditions", body.status.get("conditions") or [])
+        status["conditions"] = conditions.set_condition(
+            base, "Applied", True, "Applied", "", memo.clock(), body.metadata.get("generation"))
     if outcome.statefulset:
         sts = await api.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
                                 outcome.statefulset))

@@ -14,7 +14,7 @@ from mqcluster_operator.following import (
     pod_for_address,
     switchover_target,
 )
-from mqcluster_operator.k8s import Ref, apply_patch, differs
+from mqcluster_operator.k8s import Ref, differs
 from mqcluster_operator.reconcile import plan_brokergroup, plan_controller, readiness
 from mqcluster_operator.restart import plan_restart
 
@@ -192,18 +192,10 @@ def test_readiness() -> None:
     assert readiness(bg, None, NOW, needs_master=True)["phase"] == "Pending"
 
 
-def test_apply_patch_and_differs() -> None:
+def test_ref_paths() -> None:
     desired: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "c", "namespace": "mq", "labels": {"a": "1"}},
-        "data": {"k": "v"},
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "mq"},
     }
-    patch = apply_patch(desired)
-    assert patch == {"metadata": {"labels": {"a": "1"}}, "data": {"k": "v"}}
-    observed = {**desired, "metadata": {**desired["metadata"], "uid": "u",
-                                        "labels": {"a": "1", "b": "2"}}}
-    assert not differs(patch, observed)
-    assert differs(patch, {**observed, "data": {"k": "w"}})
     assert Ref.of(desired).path() == "/api/v1/namespaces/mq/configmaps/c"
     assert Ref("apps/v1", "StatefulSet", "mq", "s").path("status") == (
         "/apis/apps/v1/namespaces/mq/statefulsets/s/status")
