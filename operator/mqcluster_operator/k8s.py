@@ -158,8 +158,12 @@ def auth_headers(info: kopf.ConnectionInfo) -> dict[str, str]:
 class Api:
     """Kubernetes API calls used by the operator; configure() with kopf's credentials."""
 
-    def __init__(self, info: kopf.ConnectionInfo | None = None, timeout: float = 10.0) -> None:
+    def __init__(
+        self, info: kopf.ConnectionInfo | None = None, timeout: float = 10.0,
+        user_agent: str = FIELD_MANAGER,
+    ) -> None:
         self._info = info
+        self._user_agent = user_agent
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self._stale: list[aiohttp.ClientSession] = []
@@ -190,7 +194,7 @@ class Api:
             self._session = aiohttp.ClientSession(
                 base_url=self._info.server.rstrip("/"),
                 connector=connector,
-                headers=auth_headers(self._info),
+                headers={**auth_headers(self._info), "User-Agent": self._user_agent},
                 timeout=self._timeout,
             )
         return self._session, self._info

@@ -26,6 +26,8 @@ from kmock._internal.dicts import merge_patch_dict
 
 from . import apiserver
 
+TEST_CLIENT = "mqcluster-tests"
+
 RESOURCES: dict[str, dict[str, Any]] = {
     "v1/pods": {"kind": "Pod"},
     "v1/services": {"kind": "Service"},
@@ -109,7 +111,8 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
     _indexed: int = attrs.field(default=-1, init=False)
     managed: dict[Any, dict[str, set[apiserver.Path]]] = attrs.field(factory=dict, init=False)
     verbs: set[tuple[str, str, str]] = attrs.field(factory=set, init=False)
-    """(API group, resource[/subresource], verb) of every request served."""
+    """(API group, resource[/subresource], verb) of every request served, except those
+    of the tests' own client (User-Agent ``TEST_CLIENT``)."""
     applied: list[Any] = attrs.field(factory=list, init=False)
     """Keys of the objects server-side applied, one per request."""
 
@@ -246,7 +249,9 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
         if not resource.plural:
             return
         plural = resource.plural + (f"/{request.subresource}" if request.subresource else "")
-        self.verbs.add((resource.group or "", plural, verb))
+        agent = next((v for k, v in request.headers.items() if k.lower() == "user-agent"), "")
+        if not str(agent).startswith(TEST_CLIENT):
+            self.verbs.add((resource.group or "", plural, verb))
 
     def _kind(self, resource: Any) -> str:
         for key, info in RESOURCES.items():

@@ -17,7 +17,7 @@ from mqcluster_operator import handlers
 from mqcluster_operator.following import ControllerMeta, Election, ProbeError, ProbeTarget
 from mqcluster_operator.k8s import Api
 
-from .emulator import Emulator
+from .emulator import TEST_CLIENT, Emulator
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -70,6 +70,7 @@ class FakeProbe:
 
     async def close(self) -> None:
         pass
+
 
 
 @dataclass
@@ -136,7 +137,7 @@ async def running_operator(
             daemon=True,
         )
         thread.start()
-        api = Api(kopf.ConnectionInfo(server=url))
+        api = Api(kopf.ConnectionInfo(server=url), user_agent=TEST_CLIENT)
         try:
             yield Harness(emulator, api, fake)
         finally:

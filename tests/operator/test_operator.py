@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import kmock
@@ -17,6 +18,7 @@ from mqcluster_operator import names
 from mqcluster_operator.following import ControllerMeta, Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
+from .chart_tools import kinds, rules_of, template
 from .kopf_harness import FakeCluster, Harness, running_operator
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
@@ -410,3 +412,15 @@ async def test_a_storage_size_change_is_refused_by_the_api_server(ns: Ns) -> Non
     claim = (ns.obj(STS, "broker-a") or {})["spec"]["volumeClaimTemplates"][0]
     assert claim["spec"]["resources"]["requests"]["storage"] == "8Gi"
     assert claim == sts["spec"]["volumeClaimTemplates"][0]
+
+
+async def test_every_verb_the_operator_used_is_granted_by_the_chart(
+    harness: Harness, helm: Path
+) -> None:
+    """Runs last in this module: the emulator has seen every request of the tests above
+    (kopf's own watches and patches, the operator's applies, reads, deletes and events)."""
+    granted = rules_of(kinds(template(helm)))
+    used = set(harness.emulator.verbs)
+    assert {verb for _, _, verb in used} >= {"patch", "create", "get", "list", "watch"}
+    missing = sorted(used - granted)
+    assert not missing, f"the chart's RBAC lacks {missing}"
