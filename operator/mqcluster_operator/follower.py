@@ -195,7 +195,7 @@ class BrokerGroupFollower:
                 now,
             )
             if differs(conds, status.get("conditions")):
-                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+                await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
             return
         self._selector = selector_labels(Owner.from_body(body), "broker")
         raw_pods = await self.api.list(Ref("v1", "Pod", ns), self._selector)
@@ -223,7 +223,7 @@ class BrokerGroupFollower:
             metrics.RELABEL_SECONDS.observe(time.monotonic() - started)
             metrics.MASTER_CHANGES.labels(ref.namespace, ref.name).inc()
         if differs(plan.status, status):
-            await self.api.patch(ref, {"status": plan.status}, "status")
+            await self.api.write_status(ref, plan.status, conditions.FOLLOWER)
         if plan.event:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])
             await self.api.post_event(build_event(body, *plan.event, now))
@@ -306,7 +306,7 @@ class BrokerGroupFollower:
             if differs(conds, status.get("conditions")):
                 patch["conditions"] = conds
         if patch:
-            await self.api.patch(ref, {"status": patch}, "status")
+            await self.api.write_status(ref, patch, conditions.FOLLOWER)
 
 
 class ControllerFollower:
@@ -345,7 +345,7 @@ class ControllerFollower:
                 status.get("conditions", []), "LeaderElected", None, "ProbeFailed", str(exc), now
             )
             if differs(conds, status.get("conditions")):
-                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+                await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
             return
         active = pod_for_address(info.active, pods)
         elected = ("ActiveController", f"active controller is {active}") if active else (
@@ -360,7 +360,7 @@ class ControllerFollower:
             ),
         }
         if differs(patch, status):
-            await self.api.patch(ref, {"status": patch}, "status")
+            await self.api.write_status(ref, patch, conditions.FOLLOWER)
         if active and active != status.get("activeController"):
             message = f"active controller changed from {status.get('activeController') or 'none'}" \
                       f" to {active} (term {info.term})"

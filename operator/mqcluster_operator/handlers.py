@@ -32,8 +32,6 @@ from .polling import ElectionHub
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
-# Written by the followers (follower.py), not by the reconciliation.
-FOLLOWED_CONDITIONS = ("MasterElected", "Upgrading", "LeaderElected")
 
 
 def utc_now() -> str:
@@ -141,12 +139,11 @@ async def apply_outcome(
         view = {**dict(body), "status": {**dict(body.status), **status}}
         status.update(reconcile.readiness(view, sts, memo.clock(), needs_master))
     current: Any = body.status
-    if "conditions" in status:
-        fresh = await api.get(Ref(body["apiVersion"], body["kind"], body.metadata.namespace or "",
-                                  body.metadata.name or ""))
-        current = (fresh or {}).get("status") or {}
-        status["conditions"] = conditions.keep_theirs(
-            status["conditions"], current.get("conditions") or [], FOLLOWED_CONDITIONS)
+    own = status.pop("conditions", None)
+    if own is not None:
+        own = conditions.RECONCILER.own(own)
+        if differs(own, conditions.RECONCILER.own(current.get("conditions") or [])):
+            await api.write_status(Ref.of(body), {"conditions": own}, conditions.RECONCILER)
     for key, value in status.items():
         if differs(value, current.get(key)):
             patch.status[key] = value

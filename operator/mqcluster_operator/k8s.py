@@ -21,6 +21,7 @@ from urllib.parse import quote
 import aiohttp
 import kopf
 
+from . import conditions
 from .names import API_VERSION
 
 Obj = dict[str, Any]
@@ -267,6 +268,24 @@ class Api:
         await self._call("PATCH", Ref.of(desired).path(), body=body, content_type=APPLY_PATCH,
                          params={"fieldManager": FIELD_MANAGER, "force": "true"})
         return "applied"
+
+    async def write_status(
+        self, ref: Ref, status: Mapping[str, Any], writer: conditions.Writer,
+    ) -> None:
+        """Write status fields (merge patch of the status subresource); the ``conditions``
+        among them are server-side applied under ``writer``'s field manager, only the
+        entries of the types ``writer`` owns (the other writers' entries stay)."""
+        rest = {k: v for k, v in status.items() if k != "conditions"}
+        if "conditions" in status:
+            body = {
+                "apiVersion": ref.api_version, "kind": ref.kind,
+                "metadata": {"name": ref.name, "namespace": ref.namespace},
+                "status": {"conditions": writer.own(status["conditions"] or [])},
+            }
+            await self._call("PATCH", ref.path("status"), body=body, content_type=APPLY_PATCH,
+                             params={"fieldManager": writer.field_manager, "force": "true"})
+        if rest:
+            await self.patch(ref, {"status": rest}, "status")
 
     async def post_event(self, event: Obj) -> None:
         """Post an Event; one with the same name (same reason, message and time) is kept."""

@@ -144,7 +144,11 @@ def put(obj: Obj, path: Path, value: Any) -> None:
 
 
 def remove(obj: Obj, path: Path) -> None:
-    """Remove one field, and the maps and list-map entries it leaves empty."""
+    """Remove one field, and the maps and list-map entries it leaves empty; removing the
+    key of a list-map entry removes the entry."""
+    if len(path) > 1 and path[-2].startswith("[") and path[-1] == path[-2][1:].split("=")[0]:
+        remove(obj, path[:-1])
+        return
     parent = get(obj, path[:-1]) if len(path) > 1 else obj
     last = path[-1]
     if last.startswith("[") and isinstance(parent, list):

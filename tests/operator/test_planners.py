@@ -247,15 +247,3 @@ def test_prestop_identity_and_successor() -> None:
     assert successor("bg-0.h:10911", "bg-0.h:10911", replicas) == 3
     assert successor("bg-2.h:10911", "bg-0.h:10911", replicas) is None
     assert successor("bg-0.h:10911", "bg-0.h:10911", replicas[:1]) is None
-
-
-def test_reconciled_conditions_keep_the_followers_conditions() -> None:
-    from mqcluster_operator.conditions import keep_theirs
-
-    ours = [{"type": "Ready", "status": "False"}, {"type": "MasterElected", "status": "False"}]
-    live = [{"type": "MasterElected", "status": "True"}, {"type": "Upgrading", "status": "True"},
-            {"type": "Ready", "status": "True"}]
-    merged = keep_theirs(ours, live, ("MasterElected", "Upgrading"))
-    assert merged == [{"type": "Ready", "status": "False"},
-                      {"type": "MasterElected", "status": "True"},
-                      {"type": "Upgrading", "status": "True"}]
