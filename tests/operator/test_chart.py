@@ -97,6 +97,21 @@ def test_defaults(helm: Path) -> None:
     assert peering["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
 
 
+def test_two_replicas_with_peering(helm: Path) -> None:
+    (deploy,) = kinds(template(helm, "replicaCount=2"))["Deployment"]
+    assert deploy["spec"]["replicas"] == 2
+    assert deploy["spec"]["strategy"]["type"] == "RollingUpdate"
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert "--peering=mqcluster-operator" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    cmd = [str(helm), "template", "rel", str(CHART), "--set", "replicaCount=2",
+           "--set", "peering.enabled=false"]
+    result = run(cmd)
+    assert result.returncode != 0 and "needs peering.enabled" in result.stderr
+    assert run([*cmd[:-4], "--set", "replicaCount=3"]).returncode != 0
+
+
 def test_rbac_is_least_privilege(helm: Path) -> None:
     objs = kinds(template(helm))
     rules = rules_of(objs)
