@@ -15,10 +15,11 @@ delay the election followers' relabels).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import kopf
@@ -151,15 +152,26 @@ async def apply_outcome(
         await api.post_event(build_event(body, *outcome.event, memo.clock()))
 
 
+@contextlib.asynccontextmanager
+async def reconciling(memo: Any, body: kopf.Body) -> AsyncIterator[None]:
+    """One reconciliation of an object at a time (kopf runs a resync timer beside the
+    create/update handlers of the same object), and at most ``memo.reconciling`` in all."""
+    locks: dict[str, asyncio.Lock] = memo.setdefault("object_locks", {})
+    key = str(body.metadata.uid or f"{body.metadata.namespace}/{body.metadata.name}")
+    lock = locks.setdefault(key, asyncio.Lock())
+    async with lock, memo.reconciling:
+        yield
+
+
 async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
-    async with memo.reconciling:
+    async with reconciling(memo, body):
         with metrics.reconcile_timer("Controller"):
             outcome = reconcile.plan_controller(body, memo.clock())
             await apply_outcome(memo, body, outcome, patch, needs_master=False)
 
 
 async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
-    async with memo.reconciling:
+    async with reconciling(memo, body):
         with metrics.reconcile_timer("BrokerGroup"):
             ref = reconcile.controller_ref(body)
             controller = None

@@ -36,3 +36,4 @@ def test_bad_override_names_the_variable(raw: str) -> None:
         kopf_settings.configure(
             kopf.OperatorSettings(), env={"MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS": raw}
         )
+
