@@ -73,7 +73,7 @@ class Writer:
         return [dict(c) for c in conditions if self.owns(str(c.get("type")))]
 
 
-# The election followers (follower.py) and the reconciliation (handlers.py).
+# The election followers (election_followers.py) and the reconciliation (handlers.py).
 FOLLOWER = Writer("mqcluster-operator-follower",
                   frozenset({"MasterElected", "Upgrading", "LeaderElected"}))
 RECONCILER = Writer("mqcluster-operator-reconciler", FOLLOWER.types, all_but=True)

@@ -25,11 +25,11 @@ from typing import Any
 import kopf
 
 from . import conditions, kopf_settings, metrics, names, reconcile
+from .election_followers import BrokerGroupFollower, ControllerFollower
+from .election_poller import ElectionHub
+from .election_probes import default_probe
 from .events import build_event
-from .follower import BrokerGroupFollower, ControllerFollower
-from .following import default_probe
 from .k8s import Api, ApiError, Ref, differs
-from .polling import ElectionHub
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")

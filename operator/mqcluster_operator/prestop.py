@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .following import ReplicaState
+from .election_plan import ReplicaState
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def successor(master: str | None, me: str, replicas: Sequence[ReplicaState]) -> 
 
 async def hand_over(me: BrokerIdentity, timeout: float, poll: float = 0.2) -> str:
     """Returns what happened, for the hook's log line."""
-    from .following import RemotingControllerProbe
+    from .election_probes import RemotingControllerProbe
 
     probe = RemotingControllerProbe(me.controller_addrs, timeout=min(3.0, timeout))
     deadline = time.monotonic() + timeout

@@ -14,7 +14,8 @@ import kmock
 import kopf
 
 from mqcluster_operator import handlers
-from mqcluster_operator.following import ControllerMeta, Election, ProbeError, ProbeTarget
+from mqcluster_operator.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster_operator.election_probes import ProbeTarget
 from mqcluster_operator.k8s import Api
 
 from .emulator import TEST_CLIENT, Emulator

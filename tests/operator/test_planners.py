@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mqcluster_operator import conditions, names
-from mqcluster_operator.events import build_event
-from mqcluster_operator.following import (
+from mqcluster_operator.election_plan import (
     Election,
     PodInfo,
     ReplicaState,
@@ -14,6 +13,7 @@ from mqcluster_operator.following import (
     pod_for_address,
     switchover_target,
 )
+from mqcluster_operator.events import build_event
 from mqcluster_operator.k8s import Ref, differs
 from mqcluster_operator.reconcile import plan_brokergroup, plan_controller, readiness
 from mqcluster_operator.restart import plan_restart

@@ -10,22 +10,22 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import conditions, metrics, names
-from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
-from .following import (
+from .election_plan import (
     ControllerProbe,
     Election,
     PodInfo,
     ProbeError,
-    ProbeTarget,
     plan_follow,
     pod_for_address,
     switchover_target,
 )
+from .election_poller import ElectionHub, Subscription
+from .election_probes import ProbeTarget
+from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
 from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
 from .manifests.meta import selector_labels
 from .models import BrokerGroupSpec, ControllerSpec
-from .polling import ElectionHub, Subscription
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
 from .upgrade import REVISION_LABEL, plan_upgrade
