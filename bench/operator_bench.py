@@ -504,7 +504,9 @@ def _rows(
 
 
 def run() -> list[Row]:
-    return asyncio.run(_main())
+    from bench import operator_rate
+
+    return [*asyncio.run(_main()), *operator_rate.rows()]
 
 
 def main(argv: list[str]) -> int:

@@ -29,6 +29,7 @@ from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
 from .upgrade import REVISION_LABEL, plan_upgrade
+from .views import Reads
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 TARGET_TTL = 30.0
@@ -72,9 +73,11 @@ class BrokerGroupFollower:
     """
 
     def __init__(
-        self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any
+        self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any,
+        reads: Reads | None = None,
     ) -> None:
         self.api = api
+        self.reads: Reads = reads or api
         self.hub = hub
         self.clock = clock
         self.log = logger
@@ -125,7 +128,7 @@ class BrokerGroupFollower:
             ref = controller_ref(body)
             if ref is None:
                 return None
-            controller = await self.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
+            controller = await self.reads.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
             view = view_of(controller) if controller else None
             return ProbeTarget(controller_addrs=view.controller_addr) if view else None
         health = tuple(
@@ -149,17 +152,18 @@ class BrokerGroupFollower:
         if not isinstance(election, Election) or selector is None or paused(live):
             return
         ns = live["metadata"]["namespace"]
-        pods = [PodInfo.of(p) for p in await self.api.list(Ref("v1", "Pod", ns), selector)]
+        pods = [PodInfo.of(p) for p in await self.reads.list(Ref("v1", "Pod", ns), selector)]
         plan = plan_follow({}, election, pods, self.clock())
         for pod, role in plan.relabels:
             await self.api.patch(Ref("v1", "Pod", ns, pod),
                                  {"metadata": {"labels": {names.LABEL_ROLE: role}}})
 
     async def step(self, live: Mapping[str, Any], changed: bool = False) -> None:
-        """One round; reads the resource afresh (kopf's live body lags behind long handlers)."""
+        """One round; reads the resource from ``reads`` (kopf's live body lags behind long
+        handlers; the indices follow the watch)."""
         if changed:
             await self.relabel(live)
-        body = await self.api.get(Ref.of(live))
+        body = await self.reads.get(Ref.of(live))
         if body is None or paused(body):
             await self.close()
             return
@@ -198,7 +202,7 @@ class BrokerGroupFollower:
                 await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
             return
         self._selector = selector_labels(Owner.from_body(body), "broker")
-        raw_pods = await self.api.list(Ref("v1", "Pod", ns), self._selector)
+        raw_pods = await self.reads.list(Ref("v1", "Pod", ns), self._selector)
         revisions = {
             p["metadata"]["name"]: (p["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
             for p in raw_pods
@@ -282,7 +286,7 @@ class BrokerGroupFollower:
         status: Mapping[str, Any], pods: list[PodInfo], revisions: Mapping[str, str],
         probe: ControllerProbe,
     ) -> None:
-        sts = await self.api.get(Ref("apps/v1", "StatefulSet", ref.namespace, ref.name))
+        sts = await self.reads.get(Ref("apps/v1", "StatefulSet", ref.namespace, ref.name))
         revision = ((sts or {}).get("status") or {}).get("updateRevision")
         step = plan_upgrade(spec, ref.name, revision, pods, revisions, status, time.time())
         now = self.clock()
@@ -313,9 +317,11 @@ class ControllerFollower:
     """Active controller, Raft term and members of a Controller, into its status."""
 
     def __init__(
-        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any
+        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any,
+        reads: Reads | None = None,
     ) -> None:
         self.api = api
+        self.reads: Reads = reads or api
         self.probes = ProbeCache(factory)
         self.clock = clock
         self.log = logger
@@ -324,7 +330,7 @@ class ControllerFollower:
         await self.probes.close()
 
     async def step(self, live: Mapping[str, Any]) -> None:
-        body = await self.api.get(Ref.of(live))
+        body = await self.reads.get(Ref.of(live))
         if body is None or paused(body):
             return
         spec, _ = parse(ControllerSpec, body.get("spec"))

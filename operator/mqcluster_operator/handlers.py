@@ -24,12 +24,13 @@ from typing import Any
 
 import kopf
 
-from . import conditions, kopf_settings, metrics, names, reconcile
+from . import conditions, kopf_settings, metrics, names, reconcile, views
 from .election_followers import BrokerGroupFollower, ControllerFollower
 from .election_poller import ElectionHub
 from .election_probes import default_probe
 from .events import build_event
 from .k8s import Api, ApiError, Ref, differs
+from .views import IndexedReads
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
@@ -170,13 +171,15 @@ async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **
             await apply_outcome(memo, body, outcome, patch, needs_master=False)
 
 
-async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
+async def reconcile_brokergroup(
+    body: kopf.Body, memo: Any, patch: kopf.Patch, **kwargs: Any
+) -> None:
     async with reconciling(memo, body):
         with metrics.reconcile_timer("BrokerGroup"):
             ref = reconcile.controller_ref(body)
             controller = None
             if ref is not None:
-                controller = await memo.api.get(
+                controller = await IndexedReads(kwargs).get(
                     Ref(names.API_VERSION, "Controller", ref[0], ref[1])
                 )
             outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
@@ -184,9 +187,9 @@ async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, *
 
 
 async def follow_brokergroup(
-    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
+    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
-    follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger)
+    follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger, IndexedReads(kwargs))
     changed = False
     try:
         while not stopped:
@@ -200,9 +203,10 @@ async def follow_brokergroup(
 
 
 async def follow_controller(
-    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
+    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
-    follower = ControllerFollower(memo.api, memo.probe_factory, memo.clock, logger)
+    follower = ControllerFollower(memo.api, memo.probe_factory, memo.clock, logger,
+                                  IndexedReads(kwargs))
     try:
         while not stopped:
             try:
@@ -222,6 +226,7 @@ def register(
     kopf.on.startup(registry=registry)(startup)
     kopf.on.cleanup(registry=registry)(cleanup)
     kopf.on.login(registry=registry)(login)
+    views.register(registry)
     for resource, fn, follow in (
         (CONTROLLERS, reconcile_controller, follow_controller),
         (BROKERGROUPS, reconcile_brokergroup, follow_brokergroup),

@@ -113,6 +113,8 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
     verbs: set[tuple[str, str, str]] = attrs.field(factory=set, init=False)
     """(API group, resource[/subresource], verb) of every request served, except those
     of the tests' own client (User-Agent ``TEST_CLIENT``)."""
+    served: int = attrs.field(default=0, init=False)
+    """Requests served to anyone but the tests' own client (the operator and kopf)."""
     applied: list[Any] = attrs.field(factory=list, init=False)
     """Keys of the objects server-side applied, one per request."""
 
@@ -251,6 +253,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
         plural = resource.plural + (f"/{request.subresource}" if request.subresource else "")
         agent = next((v for k, v in request.headers.items() if k.lower() == "user-agent"), "")
         if not str(agent).startswith(TEST_CLIENT):
+            self.served += 1
             self.verbs.add((resource.group or "", plural, verb))
 
     def _kind(self, resource: Any) -> str:

@@ -105,13 +105,15 @@ class Harness:
 @contextlib.asynccontextmanager
 async def running_operator(
     probe_factory: Callable[[ProbeTarget], Any] | None = None,
+    follow_interval: float = 0.1, poll_interval: float = 0.05, reconcile_interval: float = 1.0,
 ) -> AsyncIterator[Harness]:
-    """kopf with our handlers against a fresh emulator; probes are fakes unless given."""
+    """kopf with our handlers against a fresh emulator; probes are fakes unless given.
+    The intervals are short for tests; the bench passes the production ones."""
     fake = FakeClusters()
     async with Emulator() as emulator, kmock.Server(emulator) as server:
         url = str(server.url).rstrip("/")
         registry = kopf.OperatorRegistry()
-        handlers.register(registry, reconcile_interval=1.0, backoff=0.5)
+        handlers.register(registry, reconcile_interval=reconcile_interval, backoff=0.5)
         settings = kopf.OperatorSettings()
         settings.watching.reconnect_backoff = 0.1
         settings.queueing.idle_timeout = 1.0
@@ -121,8 +123,8 @@ async def running_operator(
         memo = kopf.Memo(
             connect=lambda **_: kopf.ConnectionInfo(server=url),
             probe_factory=probe_factory or fake.factory,
-            follow_interval=0.1,
-            poll_interval=0.05,
+            follow_interval=follow_interval,
+            poll_interval=poll_interval,
             clock=lambda: NOW,
         )
         # kopf runs in its own thread and loop: at exit it waits for every task of its

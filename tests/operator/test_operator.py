@@ -174,7 +174,8 @@ async def test_invalid_spec_sets_condition_and_event(ns: Ns) -> None:
     ready = await ns.eventually(lambda: ns.condition(BG, "broker-a", "Ready"), what="Ready")
     assert ready["status"] == "False" and ready["reason"] == "InvalidSpec"
     assert "noSuchKey" in ready["message"]
-    assert ns.status(BG, "broker-a")["phase"] == "Failed"
+    await ns.eventually(lambda: ns.status(BG, "broker-a").get("phase") == "Failed",
+                        what="phase Failed")
     events = await ns.eventually(lambda: ns.events("InvalidSpec"), what="InvalidSpec event")
     assert events[0]["type"] == "Warning"
     assert events[0]["involvedObject"]["name"] == "broker-a"
