@@ -19,8 +19,8 @@ NAME = "operator"
 SIZES = tuple(int(n) for n in os.environ.get("OPERATOR_RATE_GROUPS", "10,30,100").split(","))
 WINDOW = float(os.environ.get("OPERATOR_RATE_WINDOW_SECONDS", "35"))
 NS = "rate"
-# The chart's defaults (values.yaml operator.*).
-FOLLOW, POLL, RESYNC = 2.0, 0.2, 30.0
+# The defaults (chart values operator.*, MQCLUSTER_REAPPLY_SECONDS).
+FOLLOW, POLL, RESYNC, REAPPLY = 2.0, 0.2, 30.0, 600.0
 
 
 def _group(name: str) -> dict[str, Any]:
@@ -33,7 +33,7 @@ async def _rate(groups: int) -> float:
     from tests.operator.kopf_harness import running_operator
 
     async with running_operator(follow_interval=FOLLOW, poll_interval=POLL,
-                                reconcile_interval=RESYNC) as h:
+                                reconcile_interval=RESYNC, reapply_seconds=REAPPLY) as h:
         await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
                             "metadata": {"name": "namesrv", "namespace": NS},
                             "spec": {"deployment": "EmbeddedInNamesrv", "replicas": 3}})

@@ -25,12 +25,13 @@ from typing import Any
 import kopf
 
 from . import conditions, kopf_settings, metrics, names, reconcile, views
+from .applied import AppliedCache
 from .election_followers import BrokerGroupFollower, ControllerFollower
 from .election_poller import ElectionHub
 from .election_probes import default_probe
 from .events import build_event
 from .k8s import Api, ApiError, Ref, differs
-from .views import IndexedReads
+from .views import IndexedReads, Reads
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
@@ -54,6 +55,8 @@ def ensure_memo(memo: Any) -> None:
     memo.setdefault("follow_interval", env_float("MQCLUSTER_FOLLOW_INTERVAL_SECONDS", 2.0))
     memo.setdefault("reconcile_interval", env_float("MQCLUSTER_RECONCILE_INTERVAL_SECONDS", 30.0))
     memo.setdefault("poll_interval", env_float("MQCLUSTER_POLL_INTERVAL_SECONDS", 0.2))
+    if memo.get("applied") is None:
+        memo.applied = AppliedCache(env_float("MQCLUSTER_REAPPLY_SECONDS", 600.0))
     if memo.get("reconciling") is None:
         limit = int(env_float("MQCLUSTER_RECONCILE_CONCURRENCY", 4))
         memo.reconciling = asyncio.Semaphore(max(1, limit))
@@ -102,27 +105,37 @@ def refusal(obj: Mapping[str, Any], exc: ApiError) -> tuple[str, str]:
     return "ApplyRefused", f"{what}: the API server refused the change: {exc}"
 
 
-async def apply_objects(api: Api, objects: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
-    """Apply every object; a transient failure is retried by kopf after the server's
-    ``Retry-After``; a permanent one is returned as (reason, message), not retried."""
+async def apply_objects(
+    api: Api, objects: Iterable[Mapping[str, Any]], cache: AppliedCache | None = None,
+) -> tuple[str, str] | None:
+    """Apply every object (unless ``cache`` says it was just applied as it is); a transient
+    failure is retried by kopf after the server's ``Retry-After``; a permanent one is
+    returned as (reason, message), not retried."""
     for obj in objects:
+        if cache is not None and cache.fresh(obj):
+            continue
         try:
             result = await api.apply(dict(obj))
         except ApiError as exc:
+            if cache is not None:
+                cache.forget(obj)
             if exc.transient:
                 raise kopf.TemporaryError(str(exc), delay=exc.retry_after or 1.0) from exc
             metrics.APPLIED.labels(obj["kind"], "refused").inc()
             return refusal(obj, exc)
+        if cache is not None:
+            cache.remember(obj)
         metrics.APPLIED.labels(obj["kind"], result).inc()
     return None
 
 
 async def apply_outcome(
     memo: Any, body: kopf.Body, outcome: reconcile.Outcome, patch: kopf.Patch, needs_master: bool,
+    reads: Reads,
 ) -> None:
     api: Api = memo.api
     status = dict(outcome.status)
-    refused = await apply_objects(api, outcome.objects)
+    refused = await apply_objects(api, outcome.objects, memo.get("applied"))
     if refused is not None:
         reason, message = refused
         base = status.get("conditions", body.status.get("conditions") or [])
@@ -136,7 +149,7 @@ async def apply_outcome(
         status["conditions"] = conditions.set_condition(
             base, "Applied", True, "Applied", "", memo.clock(), body.metadata.get("generation"))
     if outcome.statefulset:
-        sts = await api.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
+        sts = await reads.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
                                 outcome.statefulset))
         view = {**dict(body), "status": {**dict(body.status), **status}}
         status.update(reconcile.readiness(view, sts, memo.clock(), needs_master))
@@ -164,11 +177,14 @@ async def reconciling(memo: Any, body: kopf.Body) -> AsyncIterator[None]:
         yield
 
 
-async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
+async def reconcile_controller(
+    body: kopf.Body, memo: Any, patch: kopf.Patch, **kwargs: Any
+) -> None:
     async with reconciling(memo, body):
         with metrics.reconcile_timer("Controller"):
             outcome = reconcile.plan_controller(body, memo.clock())
-            await apply_outcome(memo, body, outcome, patch, needs_master=False)
+            await apply_outcome(memo, body, outcome, patch, needs_master=False,
+                                reads=IndexedReads(kwargs))
 
 
 async def reconcile_brokergroup(
@@ -183,7 +199,8 @@ async def reconcile_brokergroup(
                     Ref(names.API_VERSION, "Controller", ref[0], ref[1])
                 )
             outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
-            await apply_outcome(memo, body, outcome, patch, needs_master=True)
+            await apply_outcome(memo, body, outcome, patch, needs_master=True,
+                                reads=IndexedReads(kwargs))
 
 
 async def follow_brokergroup(

@@ -14,6 +14,7 @@ import kmock
 import kopf
 
 from mqcluster_operator import handlers
+from mqcluster_operator.applied import AppliedCache
 from mqcluster_operator.election_plan import ControllerMeta, Election, ProbeError
 from mqcluster_operator.election_probes import ProbeTarget
 from mqcluster_operator.k8s import Api
@@ -106,6 +107,7 @@ class Harness:
 async def running_operator(
     probe_factory: Callable[[ProbeTarget], Any] | None = None,
     follow_interval: float = 0.1, poll_interval: float = 0.05, reconcile_interval: float = 1.0,
+    reapply_seconds: float = 0.0,
 ) -> AsyncIterator[Harness]:
     """kopf with our handlers against a fresh emulator; probes are fakes unless given.
     The intervals are short for tests; the bench passes the production ones."""
@@ -123,6 +125,7 @@ async def running_operator(
         memo = kopf.Memo(
             connect=lambda **_: kopf.ConnectionInfo(server=url),
             probe_factory=probe_factory or fake.factory,
+            applied=AppliedCache(reapply_seconds),
             follow_interval=follow_interval,
             poll_interval=poll_interval,
             clock=lambda: NOW,
