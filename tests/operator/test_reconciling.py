@@ -1,10 +1,13 @@
-"""Per-object serialisation of the reconciliations (handlers.reconciling)."""
+"""The reconciliation around the planners: per-object serialisation, retries, refusals."""
 
 import asyncio
 
 import kopf
+import pytest
 
 from mqcluster_operator import handlers
+from mqcluster_operator.applied import AppliedCache
+from mqcluster_operator.k8s import ApiError
 
 
 async def test_reconciliations_of_one_object_never_overlap() -> None:
@@ -30,3 +33,32 @@ async def test_reconciliations_of_one_object_never_overlap() -> None:
     release.set()
     await asyncio.gather(timer, update, elsewhere)
     assert inside[-1] == "update"
+
+
+class FailingApi:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+
+    async def apply(self, obj: dict[str, object]) -> str:
+        self.calls += 1
+        raise self.error
+
+
+STS = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+       "metadata": {"name": "bg", "namespace": "mq"}}
+
+
+async def test_throttling_is_retried_after_the_servers_retry_after() -> None:
+    api = FailingApi(ApiError(429, "TooManyRequests", "slow down", retry_after=7.0))
+    with pytest.raises(kopf.TemporaryError) as err:
+        await handlers.apply_objects(api, [STS])  # type: ignore[arg-type]
+    assert err.value.delay == 7.0
+
+
+async def test_a_refused_write_is_reported_not_retried() -> None:
+    api = FailingApi(ApiError(422, "Invalid", "spec: Forbidden: volumeClaimTemplates"))
+    cache = AppliedCache(600.0)
+    refused = await handlers.apply_objects(api, [STS, STS], cache)  # type: ignore[arg-type]
+    assert refused is not None and refused[0] == "StorageImmutable"
+    assert api.calls == 1 and not cache.fresh(STS)
