@@ -228,7 +228,7 @@ def test_mode_and_name_changes_are_refused_against_what_was_applied() -> None:
 
 
 def test_prestop_identity_and_successor() -> None:
-    from mqcluster_operator.prestop import identity, successor
+    from mqcluster.broker.prestop import identity, successor
 
     props = {
         "enableControllerMode": "true", "controllerAddr": "c0:9878;c1:9878",
