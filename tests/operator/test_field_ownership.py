@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from mqcluster_operator.conditions import FOLLOWER, RECONCILER, set_condition
-from mqcluster_operator.k8s import Api, ApiError, Ref
+from mqcluster_operator.k8s import APPLY_PATCH, Api, ApiError, Ref
 
 from .emulator import TEST_CLIENT, Emulator
 
@@ -108,3 +108,20 @@ async def test_a_stale_resource_version_is_a_conflict(api: tuple[Api, Emulator])
     with pytest.raises(ApiError) as err:
         await client.patch(CM, {"metadata": {"resourceVersion": version}, "data": {"k": "z"}})
     assert err.value.status == 409 and err.value.transient
+
+
+async def test_applying_a_field_another_manager_owns_conflicts_unless_forced(
+    api: tuple[Api, Emulator],
+) -> None:
+    client, _ = api
+    desired = {"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": CM.name, "namespace": "mq"}, "data": {"k": "v"}}
+    await client.apply(desired)
+    theirs = {**desired, "data": {"k": "theirs"}}
+    with pytest.raises(ApiError) as err:
+        await client._call("PATCH", CM.path(), body=theirs, content_type=APPLY_PATCH,
+                           params={"fieldManager": "someone-else"})
+    assert err.value.status == 409
+    await client._call("PATCH", CM.path(), body=theirs, content_type=APPLY_PATCH,
+                       params={"fieldManager": "someone-else", "force": "true"})
+    assert (await client.get(CM) or {})["data"] == {"k": "theirs"}
