@@ -139,7 +139,7 @@ async def _operator(args: argparse.Namespace) -> None:
     import kopf
 
     from mqcluster_operator import handlers
-    from mqcluster_operator.following import ProbeTarget, RemotingControllerProbe
+    from mqcluster_operator.election_probes import ProbeTarget, RemotingControllerProbe
 
     addrs = args.controllers.split(";")
 
@@ -149,7 +149,7 @@ async def _operator(args: argparse.Namespace) -> None:
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     if os.environ.get("OPERATOR_BENCH_DEBUG"):
-        logging.getLogger("mqcluster_operator.polling").setLevel(logging.DEBUG)
+        logging.getLogger("mqcluster_operator.election_poller").setLevel(logging.DEBUG)
     registry = kopf.OperatorRegistry()
     handlers.register(registry)
     memo = kopf.Memo(connect=lambda **_: kopf.ConnectionInfo(server=args.server),
@@ -504,7 +504,9 @@ def _rows(
 
 
 def run() -> list[Row]:
-    return asyncio.run(_main())
+    from bench import operator_rate
+
+    return [*asyncio.run(_main()), *operator_rate.rows()]
 
 
 def main(argv: list[str]) -> int:

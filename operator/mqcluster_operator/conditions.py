@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 Cond = dict[str, Any]
@@ -54,20 +55,25 @@ def get_condition(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mappin
     return None
 
 
-def keep_theirs(
-    ours: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any]], theirs: Iterable[str]
-) -> list[Cond]:
-    """``ours`` with the condition types another writer owns taken from ``live``.
+@dataclass(frozen=True)
+class Writer:
+    """One writer of ``status.conditions``: its field manager and the condition types it
+    owns. Each writer applies (server-side) only its own entries of the list map keyed by
+    ``type``, so no writer erases or reverts another's."""
 
-    A status merge patch replaces the whole list: the reconciler and the
-    election followers both write ``conditions``, each from its own snapshot.
-    """
-    owned = set(theirs)
-    current = {str(c.get("type")): dict(c) for c in live if c.get("type") in owned}
-    out: list[Cond] = []
-    for cond in ours:
-        type_ = str(cond.get("type"))
-        live_cond = current.pop(type_, None) if type_ in owned else None
-        out.append(live_cond if live_cond is not None else dict(cond))
-    out.extend(current.values())
-    return out
+    field_manager: str
+    types: frozenset[str]
+    all_but: bool = False
+    """Owns every type except ``types``."""
+
+    def owns(self, type_: str) -> bool:
+        return (type_ in self.types) != self.all_but
+
+    def own(self, conditions: Iterable[Mapping[str, Any]]) -> list[Cond]:
+        return [dict(c) for c in conditions if self.owns(str(c.get("type")))]
+
+
+# The election followers (election_followers.py) and the reconciliation (handlers.py).
+FOLLOWER = Writer("mqcluster-operator-follower",
+                  frozenset({"MasterElected", "Upgrading", "LeaderElected"}))
+RECONCILER = Writer("mqcluster-operator-reconciler", FOLLOWER.types, all_but=True)

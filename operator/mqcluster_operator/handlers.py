@@ -15,23 +15,26 @@ delay the election followers' relabels).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import datetime
 import os
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import kopf
 
-from . import conditions, kopf_settings, metrics, names, reconcile
+from . import conditions, kopf_settings, metrics, names, reconcile, views
+from .applied import AppliedCache
+from .election_followers import BrokerGroupFollower, ControllerFollower
+from .election_poller import ElectionHub
+from .election_probes import default_probe
 from .events import build_event
-from .follower import BrokerGroupFollower, ControllerFollower
-from .following import default_probe
-from .k8s import Api, Ref, differs
-from .polling import ElectionHub
+from .k8s import Api, ApiError, Ref, differs
+from .views import IndexedReads, Reads
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
-# Written by the followers (follower.py), not by the reconciliation.
-FOLLOWED_CONDITIONS = ("MasterElected", "Upgrading", "LeaderElected")
 
 
 def utc_now() -> str:
@@ -52,6 +55,8 @@ def ensure_memo(memo: Any) -> None:
     memo.setdefault("follow_interval", env_float("MQCLUSTER_FOLLOW_INTERVAL_SECONDS", 2.0))
     memo.setdefault("reconcile_interval", env_float("MQCLUSTER_RECONCILE_INTERVAL_SECONDS", 30.0))
     memo.setdefault("poll_interval", env_float("MQCLUSTER_POLL_INTERVAL_SECONDS", 0.2))
+    if memo.get("applied") is None:
+        memo.applied = AppliedCache(env_float("MQCLUSTER_REAPPLY_SECONDS", 600.0))
     if memo.get("reconciling") is None:
         limit = int(env_float("MQCLUSTER_RECONCILE_CONCURRENCY", 4))
         memo.reconciling = asyncio.Semaphore(max(1, limit))
@@ -89,26 +94,71 @@ def login(memo: Any, **kwargs: Any) -> kopf.ConnectionInfo | None:
     return info
 
 
+def refusal(obj: Mapping[str, Any], exc: ApiError) -> tuple[str, str]:
+    """(reason, message) of a write the API server refuses for good."""
+    what = f"{obj['kind']} {obj['metadata'].get('name', '')}"
+    if obj["kind"] == "StatefulSet" and exc.status == 422 and "volumeClaimTemplates" in str(exc):
+        return ("StorageImmutable",
+                f"{what}: storage (size, storageClassName) cannot change once the "
+                f"StatefulSet exists; revert spec.storage or migrate the data to a new "
+                f"BrokerGroup ({exc.message})")
+    return "ApplyRefused", f"{what}: the API server refused the change: {exc}"
+
+
+async def apply_objects(
+    api: Api, objects: Iterable[Mapping[str, Any]], cache: AppliedCache | None = None,
+) -> tuple[str, str] | None:
+    """Apply every object (unless ``cache`` says it was just applied as it is); a transient
+    failure is retried by kopf after the server's ``Retry-After``; a permanent one is
+    returned as (reason, message), not retried."""
+    for obj in objects:
+        if cache is not None and cache.fresh(obj):
+            continue
+        try:
+            result = await api.apply(dict(obj))
+        except ApiError as exc:
+            if cache is not None:
+                cache.forget(obj)
+            if exc.transient:
+                raise kopf.TemporaryError(str(exc), delay=exc.retry_after or 1.0) from exc
+            metrics.APPLIED.labels(obj["kind"], "refused").inc()
+            return refusal(obj, exc)
+        if cache is not None:
+            cache.remember(obj)
+        metrics.APPLIED.labels(obj["kind"], result).inc()
+    return None
+
+
 async def apply_outcome(
     memo: Any, body: kopf.Body, outcome: reconcile.Outcome, patch: kopf.Patch, needs_master: bool,
+    reads: Reads,
 ) -> None:
     api: Api = memo.api
-    for obj in outcome.objects:
-        result = await api.apply(obj)
-        metrics.APPLIED.labels(obj["kind"], result).inc()
     status = dict(outcome.status)
+    refused = await apply_objects(api, outcome.objects, memo.get("applied"))
+    if refused is not None:
+        reason, message = refused
+        base = status.get("conditions", body.status.get("conditions") or [])
+        status["conditions"] = conditions.set_condition(
+            base, "Applied", False, reason, message, memo.clock(), body.metadata.get("generation"))
+        before = conditions.get_condition(body.status.get("conditions") or [], "Applied") or {}
+        if (before.get("status"), before.get("reason")) != ("False", reason):
+            outcome = dataclasses.replace(outcome, event=("Warning", "ApplyFailed", message))
+    elif outcome.objects:
+        base = status.get("conditions", body.status.get("conditions") or [])
+        status["conditions"] = conditions.set_condition(
+            base, "Applied", True, "Applied", "", memo.clock(), body.metadata.get("generation"))
     if outcome.statefulset:
-        sts = await api.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
+        sts = await reads.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
                                 outcome.statefulset))
         view = {**dict(body), "status": {**dict(body.status), **status}}
         status.update(reconcile.readiness(view, sts, memo.clock(), needs_master))
     current: Any = body.status
-    if "conditions" in status:
-        fresh = await api.get(Ref(body["apiVersion"], body["kind"], body.metadata.namespace or "",
-                                  body.metadata.name or ""))
-        current = (fresh or {}).get("status") or {}
-        status["conditions"] = conditions.keep_theirs(
-            status["conditions"], current.get("conditions") or [], FOLLOWED_CONDITIONS)
+    own = status.pop("conditions", None)
+    if own is not None:
+        own = conditions.RECONCILER.own(own)
+        if differs(own, conditions.RECONCILER.own(current.get("conditions") or [])):
+            await api.write_status(Ref.of(body), {"conditions": own}, conditions.RECONCILER)
     for key, value in status.items():
         if differs(value, current.get(key)):
             patch.status[key] = value
@@ -116,30 +166,47 @@ async def apply_outcome(
         await api.post_event(build_event(body, *outcome.event, memo.clock()))
 
 
-async def reconcile_controller(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
-    async with memo.reconciling:
+@contextlib.asynccontextmanager
+async def reconciling(memo: Any, body: kopf.Body) -> AsyncIterator[None]:
+    """One reconciliation of an object at a time (kopf runs a resync timer beside the
+    create/update handlers of the same object), and at most ``memo.reconciling`` in all."""
+    locks: dict[str, asyncio.Lock] = memo.setdefault("object_locks", {})
+    key = str(body.metadata.uid or f"{body.metadata.namespace}/{body.metadata.name}")
+    lock = locks.setdefault(key, asyncio.Lock())
+    async with lock, memo.reconciling:
+        yield
+
+
+async def reconcile_controller(
+    body: kopf.Body, memo: Any, patch: kopf.Patch, **kwargs: Any
+) -> None:
+    async with reconciling(memo, body):
         with metrics.reconcile_timer("Controller"):
             outcome = reconcile.plan_controller(body, memo.clock())
-            await apply_outcome(memo, body, outcome, patch, needs_master=False)
+            await apply_outcome(memo, body, outcome, patch, needs_master=False,
+                                reads=IndexedReads(kwargs))
 
 
-async def reconcile_brokergroup(body: kopf.Body, memo: Any, patch: kopf.Patch, **_: Any) -> None:
-    async with memo.reconciling:
+async def reconcile_brokergroup(
+    body: kopf.Body, memo: Any, patch: kopf.Patch, **kwargs: Any
+) -> None:
+    async with reconciling(memo, body):
         with metrics.reconcile_timer("BrokerGroup"):
             ref = reconcile.controller_ref(body)
             controller = None
             if ref is not None:
-                controller = await memo.api.get(
+                controller = await IndexedReads(kwargs).get(
                     Ref(names.API_VERSION, "Controller", ref[0], ref[1])
                 )
             outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
-            await apply_outcome(memo, body, outcome, patch, needs_master=True)
+            await apply_outcome(memo, body, outcome, patch, needs_master=True,
+                                reads=IndexedReads(kwargs))
 
 
 async def follow_brokergroup(
-    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
+    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
-    follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger)
+    follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger, IndexedReads(kwargs))
     changed = False
     try:
         while not stopped:
@@ -153,9 +220,10 @@ async def follow_brokergroup(
 
 
 async def follow_controller(
-    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **_: Any
+    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
-    follower = ControllerFollower(memo.api, memo.probe_factory, memo.clock, logger)
+    follower = ControllerFollower(memo.api, memo.probe_factory, memo.clock, logger,
+                                  IndexedReads(kwargs))
     try:
         while not stopped:
             try:
@@ -175,6 +243,7 @@ def register(
     kopf.on.startup(registry=registry)(startup)
     kopf.on.cleanup(registry=registry)(cleanup)
     kopf.on.login(registry=registry)(login)
+    views.register(registry)
     for resource, fn, follow in (
         (CONTROLLERS, reconcile_controller, follow_controller),
         (BROKERGROUPS, reconcile_brokergroup, follow_brokergroup),

@@ -4,10 +4,15 @@ kopf leaves watch timeouts unset, so a watch stream the network silently drops
 can hang until the inactivity timer fires; explicit server and client timeouts
 make every stream end and be replaced on a schedule. Each value can be
 overridden by an environment variable (seconds).
+
+With peering, instances of equal priority all pause: each replica takes a priority
+derived from its pod name (``POD_NAME``), so one of two is active and the other
+stands by.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 
@@ -43,3 +48,11 @@ def configure(settings: kopf.OperatorSettings, env: Mapping[str, str] = os.envir
     settings.watching.connect_timeout = _seconds(env, "MQCLUSTER_WATCH_CONNECT_TIMEOUT_SECONDS")
     settings.networking.request_timeout = _seconds(env, "MQCLUSTER_API_REQUEST_TIMEOUT_SECONDS")
     settings.networking.connect_timeout = _seconds(env, "MQCLUSTER_API_CONNECT_TIMEOUT_SECONDS")
+    if env.get("POD_NAME"):
+        settings.peering.priority = peering_priority(env["POD_NAME"])
+
+
+def peering_priority(pod_name: str) -> int:
+    """A stable priority in [1, 2**31) from the pod name: distinct replicas differ."""
+    digest = hashlib.sha256(pod_name.encode()).digest()
+    return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 1)

@@ -325,6 +325,11 @@ def check_transition(old: BrokerGroupSpec, new: BrokerGroupSpec) -> list[str]:
     return problems
 
 
+# One entry per type; each writer owns its entries (server-side apply).
+CONDITIONS_LIST_MAP: JsonDict = {"x-kubernetes-list-type": "map",
+                                 "x-kubernetes-list-map-keys": ["type"]}
+
+
 class Condition(CRModel):
     type: str
     """Ready, MasterElected, Progressing, Upgrading, Migrating, Degraded."""
@@ -399,7 +404,7 @@ class BrokerGroupStatus(CRModel):
     syncStateSetEpoch: int | None = None
     activeController: str | None = None
     replicas: list[ReplicaStatus] = Field(default_factory=list)
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra=CONDITIONS_LIST_MAP)
     appliedMode: Mode | None = None
     """Mode the objects were last built for."""
     appliedBrokerName: str | None = None
@@ -418,4 +423,4 @@ class ControllerStatus(CRModel):
     activeController: str | None = None
     raftTerm: int | None = None
     members: list[str] = Field(default_factory=list)
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra=CONDITIONS_LIST_MAP)

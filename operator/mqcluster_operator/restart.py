@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .following import PodInfo
+from .election_plan import PodInfo
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .following import PodInfo
+from .election_plan import PodInfo
 from .models import BrokerGroupSpec
 
 REVISION_LABEL = "controller-revision-hash"

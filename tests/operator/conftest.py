@@ -24,3 +24,10 @@ def load_examples() -> list[dict[str, Any]]:
 @pytest.fixture
 def examples() -> list[dict[str, Any]]:
     return load_examples()
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    from .chart_tools import helm_binary
+
+    return helm_binary()

@@ -5,7 +5,10 @@ each new one against all of them), uid / creationTimestamp / resourceVersion /
 generation on objects, 422 on failed JSON-patch tests, the status subresource
 (status only through ``/status``, spec never), generation bumps on spec changes,
 equality label selectors on lists, and discovery of the resources the operator
-and kopf use.
+and kopf use. As a real API server (``apiserver``): defaulting of the fields the
+operator renders, server-side apply with field managers (``apply-patch+yaml``),
+409 on a stale ``resourceVersion``, 422 on changes of immutable StatefulSet fields.
+Every verb used is recorded per resource (``verbs``), to check RBAC against.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ import attrs
 import kmock
 from kmock._internal import apps, dsl, enums, rendering
 from kmock._internal.dicts import merge_patch_dict
+
+from . import apiserver
+
+TEST_CLIENT = "mqcluster-tests"
 
 RESOURCES: dict[str, dict[str, Any]] = {
     "v1/pods": {"kind": "Pod"},
@@ -102,6 +109,14 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
     _versions: Any = attrs.field(factory=lambda: itertools.count(1), init=False)
     _index: dict[Any, list[Any]] = attrs.field(factory=dict, init=False)
     _indexed: int = attrs.field(default=-1, init=False)
+    managed: dict[Any, dict[str, set[apiserver.Path]]] = attrs.field(factory=dict, init=False)
+    verbs: set[tuple[str, str, str]] = attrs.field(factory=set, init=False)
+    """(API group, resource[/subresource], verb) of every request served, except those
+    of the tests' own client (User-Agent ``TEST_CLIENT``)."""
+    served: int = attrs.field(default=0, init=False)
+    """Requests served to anyone but the tests' own client (the operator and kopf)."""
+    applied: list[Any] = attrs.field(factory=list, init=False)
+    """Keys of the objects server-side applied, one per request."""
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -158,6 +173,17 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             data = [*data, {"op": "add", "path": "/metadata/resourceVersion", "value": version}]
         elif request.action == enums.action.UPDATE and isinstance(data, dict):
             current = self._stored(request) or {}
+            self._check_version(self._stored(request), data)
+            key = (request.resource, request.namespace, request.name)
+            apiserver.take_update(self.managed.setdefault(key, {}),
+                                  request.params.get("fieldManager") or "", data)
+            kind = self._kind(request.resource)
+            changes = apiserver.immutable_changes(
+                kind, current, dict(merge_patch_dict(current, data)))
+            if current and changes:
+                raise kmock.KubernetesError(
+                    status=422, reason="Invalid",
+                    message=f"{kind} is invalid: spec: Forbidden: {', '.join(changes)}")
             if request.subresource == "status":
                 data = {"status": data.get("status")}
             elif self._has_status(request.resource):
@@ -203,8 +229,109 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
     async def _handle(self, request: rendering.Request) -> Any:
         self._forget_old_requests()
         if request.resource is not None:
-            self._prepare(request)
+            self._record_verb(request)
+            try:
+                if is_apply(request):
+                    await self._server_side_apply(request)
+                else:
+                    self._prepare(request)
+            except kmock.KubernetesError as exc:
+                return await self._render_error(exc)
         return await super()._handle(request)
+
+    def _record_verb(self, request: rendering.Request) -> None:
+        method = str(request.method.value if request.method else "").upper()
+        if method == "GET":
+            watching = request.params.get("watch") in ("true", "1")
+            verb = "get" if request.name else "watch" if watching else "list"
+        else:
+            verb = {"POST": "create", "PATCH": "patch", "PUT": "update",
+                    "DELETE": "delete"}.get(method, method.lower())
+        resource: Any = request.resource
+        if not resource.plural:
+            return
+        plural = resource.plural + (f"/{request.subresource}" if request.subresource else "")
+        agent = next((v for k, v in request.headers.items() if k.lower() == "user-agent"), "")
+        if not str(agent).startswith(TEST_CLIENT):
+            self.served += 1
+            self.verbs.add((resource.group or "", plural, verb))
+
+    def _kind(self, resource: Any) -> str:
+        for key, info in RESOURCES.items():
+            if kmock.resource(key) == resource:
+                return str(info["kind"])
+        return ""
+
+    async def _server_side_apply(self, request: rendering.Request) -> None:
+        """``apply-patch+yaml``: compute the object as the API server would; kmock then
+        stores it as the merge patch from the live object (nothing when nothing changed)."""
+        manager = request.params.get("fieldManager")
+        if not manager:
+            raise kmock.KubernetesError(status=422, reason="Invalid",
+                                        message="fieldManager is required for apply requests")
+        applied = request.data if isinstance(request.data, dict) else {}
+        key: Any = (request.resource, request.namespace, request.name)
+        bus: Any = self._buses[request.resource]  # type: ignore[index]
+        kind = self._kind(request.resource)
+        live = self._stored(request)
+        if request.subresource == "status":
+            if live is None:
+                raise kmock.KubernetesObjectNotFoundError()
+            applied = {"status": applied.get("status") or {}}
+        elif self._has_status(request.resource):
+            applied = {k: v for k, v in applied.items() if k != "status"}
+        self._check_version(live, applied)
+        managed = self.managed.setdefault(key, {})
+        try:
+            new = apiserver.apply(live or {}, applied, manager, managed,
+                                  force=request.params.get("force") == "true")
+        except apiserver.Conflict as exc:
+            raise kmock.KubernetesError(status=409, reason="Conflict", message=str(exc)) from exc
+        new = apiserver.default(kind, new)
+        self.applied.append(key)
+        if live is None:
+            # An apply that creates needs the create verb too.
+            self.verbs.add((request.resource.group or "",  # type: ignore[union-attr]
+                            str(request.resource.plural), "create"))  # type: ignore[union-attr]
+            meta = new.setdefault("metadata", {})
+            meta.update(name=request.name, namespace=request.namespace, uid=str(uuid.uuid4()),
+                        creationTimestamp="2026-01-01T00:00:00Z", generation=1,
+                        resourceVersion=str(next(self._versions)))
+            new.update(apiVersion=applied.get("apiVersion"), kind=applied.get("kind"))
+            async with self._lock:
+                self._objects[key] = new
+                await bus.put({"type": "ADDED", "object": new})
+            object.__setattr__(request, "data", {})
+            return
+        changes = apiserver.immutable_changes(kind, live, new)
+        if changes:
+            raise kmock.KubernetesError(
+                status=422, reason="Invalid",
+                message=f"{kind}.apps \"{request.name}\" is invalid: spec: Forbidden: updates to "
+                        f"statefulset spec for fields other than 'replicas', 'ordinals', "
+                        f"'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' "
+                        f"and 'minReadySeconds' are forbidden ({', '.join(changes)})",
+            )
+        patch = merge_diff(live, new)
+        if patch:
+            meta = patch.setdefault("metadata", {})
+            meta["resourceVersion"] = str(next(self._versions))
+            if "spec" in patch:
+                meta["generation"] = (live.get("metadata") or {}).get("generation", 1) + 1
+        object.__setattr__(request, "data", patch)
+
+    @staticmethod
+    def _check_version(live: dict[str, Any] | None, data: Any) -> None:
+        """A write naming a resourceVersion other than the live one is stale: 409."""
+        wanted = ((data or {}).get("metadata") or {}).get("resourceVersion") \
+            if isinstance(data, dict) else None
+        current = ((live or {}).get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and live is not None and str(wanted) != str(current):
+            raise kmock.KubernetesError(
+                status=409, reason="Conflict",
+                message="Operation cannot be fulfilled: the object has been modified; "
+                        "please apply your changes to the latest version and try again",
+            )
 
     def _keys_of(self, resource: Any) -> list[Any]:
         """Keys of the stored objects of one resource (an index rebuilt when objects are added)."""
@@ -260,3 +387,26 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             dict(obj.raw) for (res, _, _), obj in self.objects.items()
             if res == kmock.resource(plural) and not obj.deleted
         ]
+
+
+def is_apply(request: rendering.Request) -> bool:
+    content_type = next(
+        (v for k, v in request.headers.items() if k.lower() == "content-type"), "")
+    return (request.action == enums.action.UPDATE and request.name is not None
+            and str(content_type).startswith("application/apply-patch"))
+
+
+def merge_diff(old: Any, new: Any) -> Any:
+    """The JSON merge patch turning ``old`` into ``new`` (None: removed; lists whole)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return copy.deepcopy(new)
+    patch: dict[str, Any] = {}
+    for key in old.keys() - new.keys():
+        patch[key] = None
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = copy.deepcopy(value)
+        elif old[key] != value:
+            patch[key] = merge_diff(old[key], value) if isinstance(value, dict) and isinstance(
+                old[key], dict) else copy.deepcopy(value)
+    return patch

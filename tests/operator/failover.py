@@ -20,7 +20,7 @@ from typing import Any
 from mqcluster.controller.localcluster import LocalControllerCluster
 from mqcluster.controller.standin import StandInBroker
 from mqcluster_operator import names
-from mqcluster_operator.following import ProbeTarget, RemotingControllerProbe
+from mqcluster_operator.election_probes import ProbeTarget, RemotingControllerProbe
 
 from .kopf_harness import Harness, running_operator
 

@@ -14,10 +14,12 @@ import kmock
 import kopf
 
 from mqcluster_operator import handlers
-from mqcluster_operator.following import ControllerMeta, Election, ProbeError, ProbeTarget
+from mqcluster_operator.applied import AppliedCache
+from mqcluster_operator.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster_operator.election_probes import ProbeTarget
 from mqcluster_operator.k8s import Api
 
-from .emulator import Emulator
+from .emulator import TEST_CLIENT, Emulator
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -72,6 +74,7 @@ class FakeProbe:
         pass
 
 
+
 @dataclass
 class Harness:
     emulator: Emulator
@@ -103,13 +106,16 @@ class Harness:
 @contextlib.asynccontextmanager
 async def running_operator(
     probe_factory: Callable[[ProbeTarget], Any] | None = None,
+    follow_interval: float = 0.1, poll_interval: float = 0.05, reconcile_interval: float = 1.0,
+    reapply_seconds: float = 0.0,
 ) -> AsyncIterator[Harness]:
-    """kopf with our handlers against a fresh emulator; probes are fakes unless given."""
+    """kopf with our handlers against a fresh emulator; probes are fakes unless given.
+    The intervals are short for tests; the bench passes the production ones."""
     fake = FakeClusters()
     async with Emulator() as emulator, kmock.Server(emulator) as server:
         url = str(server.url).rstrip("/")
         registry = kopf.OperatorRegistry()
-        handlers.register(registry, reconcile_interval=1.0, backoff=0.5)
+        handlers.register(registry, reconcile_interval=reconcile_interval, backoff=0.5)
         settings = kopf.OperatorSettings()
         settings.watching.reconnect_backoff = 0.1
         settings.queueing.idle_timeout = 1.0
@@ -119,8 +125,9 @@ async def running_operator(
         memo = kopf.Memo(
             connect=lambda **_: kopf.ConnectionInfo(server=url),
             probe_factory=probe_factory or fake.factory,
-            follow_interval=0.1,
-            poll_interval=0.05,
+            applied=AppliedCache(reapply_seconds),
+            follow_interval=follow_interval,
+            poll_interval=poll_interval,
             clock=lambda: NOW,
         )
         # kopf runs in its own thread and loop: at exit it waits for every task of its
@@ -136,7 +143,7 @@ async def running_operator(
             daemon=True,
         )
         thread.start()
-        api = Api(kopf.ConnectionInfo(server=url))
+        api = Api(kopf.ConnectionInfo(server=url), user_agent=TEST_CLIENT)
         try:
             yield Harness(emulator, api, fake)
         finally:

@@ -37,7 +37,7 @@ async def test_operator_follows_a_real_failover(tmp_path: Path) -> None:
 
 
 async def test_prestop_hands_the_master_role_over(tmp_path: Path) -> None:
-    from mqcluster_operator.prestop import BrokerIdentity, hand_over
+    from mqcluster.broker.prestop import BrokerIdentity, hand_over
 
     async with failover_scenario(tmp_path, ns="prestop") as sc:
         master, slave = await sc.group("broker-b", first_ip=30)

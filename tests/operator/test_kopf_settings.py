@@ -4,15 +4,24 @@ import pytest
 from mqcluster_operator import kopf_settings
 
 
-def test_watch_streams_get_explicit_timeouts() -> None:
+def test_every_watch_stream_and_request_is_bounded() -> None:
     settings = kopf.OperatorSettings()
     assert settings.watching.server_timeout is None
     kopf_settings.configure(settings, env={})
-    assert settings.watching.server_timeout == 300.0
-    assert settings.watching.client_timeout == 330.0
-    assert settings.watching.connect_timeout == 30.0
-    assert settings.networking.request_timeout == 60.0
-    assert settings.networking.connect_timeout == 30.0
+    watching, networking = settings.watching, settings.networking
+    assert watching.server_timeout and watching.client_timeout and watching.connect_timeout
+    # The server ends a quiet stream first; the client gives up only on a dead one.
+    assert watching.server_timeout < watching.client_timeout
+    assert networking.request_timeout and networking.connect_timeout
+
+
+def test_two_replicas_get_distinct_peering_priorities() -> None:
+    priorities = set()
+    for pod in ("mqcluster-operator-7d9f-abcde", "mqcluster-operator-7d9f-fghij"):
+        settings = kopf.OperatorSettings()
+        kopf_settings.configure(settings, env={"POD_NAME": pod})
+        priorities.add(settings.peering.priority)
+    assert len(priorities) == 2 and all(p > 0 for p in priorities)
 
 
 def test_environment_overrides_a_timeout() -> None:
@@ -27,3 +36,4 @@ def test_bad_override_names_the_variable(raw: str) -> None:
         kopf_settings.configure(
             kopf.OperatorSettings(), env={"MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS": raw}
         )
+

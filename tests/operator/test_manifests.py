@@ -205,7 +205,7 @@ def test_broker_statefulset() -> None:
     container = pod["containers"][0]
     assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": "metrics"}
     assert container["livenessProbe"]["httpGet"]["path"] == "/health"
-    assert "mqcluster_operator.prestop" in container["lifecycle"]["preStop"]["exec"]["command"]
+    assert "mqcluster.broker.prestop" in container["lifecycle"]["preStop"]["exec"]["command"]
     assert pod["affinity"]["podAntiAffinity"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert spec["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "8Gi"

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import kmock
 import pytest
 import pytest_asyncio
 
 from mqcluster_operator import names
-from mqcluster_operator.following import ControllerMeta, Election, ReplicaState
+from mqcluster_operator.election_plan import ControllerMeta, Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
+from .chart_tools import kinds, rules_of, template
 from .kopf_harness import FakeCluster, Harness, running_operator
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
@@ -171,7 +174,8 @@ async def test_invalid_spec_sets_condition_and_event(ns: Ns) -> None:
     ready = await ns.eventually(lambda: ns.condition(BG, "broker-a", "Ready"), what="Ready")
     assert ready["status"] == "False" and ready["reason"] == "InvalidSpec"
     assert "noSuchKey" in ready["message"]
-    assert ns.status(BG, "broker-a")["phase"] == "Failed"
+    await ns.eventually(lambda: ns.status(BG, "broker-a").get("phase") == "Failed",
+                        what="phase Failed")
     events = await ns.eventually(lambda: ns.events("InvalidSpec"), what="InvalidSpec event")
     assert events[0]["type"] == "Warning"
     assert events[0]["involvedObject"]["name"] == "broker-a"
@@ -355,3 +359,69 @@ async def test_rolling_upgrade_slaves_first_then_switchover(ns: Ns) -> None:
         what="upgrade finished",
     )
     assert ns.role("broker-a-1") == "master"
+
+
+STS = "apps/v1/statefulsets"
+
+
+def applies_of(ns: Ns, plural: str, name: str) -> int:
+    key = (kmock.resource(plural), ns.ns, name)
+    return sum(1 for k in ns.h.emulator.applied if k == key)
+
+
+async def test_a_dropped_node_selector_is_removed_from_the_statefulset(ns: Ns) -> None:
+    await ns.h.api.create(ns.controller())
+    await ns.h.api.create(ns.brokergroup(scheduling={"nodeSelector": {"disk": "ssd"}}))
+    await ns.eventually(
+        lambda: ((ns.obj(STS, "broker-a") or {}).get("spec", {}).get("template", {})
+                 .get("spec", {}).get("nodeSelector") == {"disk": "ssd"}),
+        what="nodeSelector set")
+    await ns.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", ns.ns, "broker-a"),
+                         {"spec": {"scheduling": {"nodeSelector": None}}})
+    await ns.eventually(
+        lambda: "nodeSelector" not in (ns.obj(STS, "broker-a") or {})["spec"]["template"]["spec"],
+        what="nodeSelector removed")
+
+
+async def test_server_defaulted_fields_cause_no_write_on_resync(ns: Ns) -> None:
+    await ns.h.api.create(ns.controller())
+    await ns.h.api.create(ns.brokergroup())
+    sts = await ns.eventually(lambda: ns.obj(STS, "broker-a"), what="StatefulSet")
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    assert container["terminationMessagePath"] == "/dev/termination-log"  # server default
+    assert sts["spec"]["revisionHistoryLimit"] == 10
+    version = sts["metadata"]["resourceVersion"]
+    seen = applies_of(ns, STS, "broker-a")
+    await ns.eventually(lambda: applies_of(ns, STS, "broker-a") >= seen + 2,
+                        what="two resyncs of the StatefulSet")
+    assert (ns.obj(STS, "broker-a") or {})["metadata"]["resourceVersion"] == version
+
+
+async def test_a_storage_size_change_is_refused_by_the_api_server(ns: Ns) -> None:
+    await ns.h.api.create(ns.controller())
+    await ns.h.api.create(ns.brokergroup())
+    sts = await ns.eventually(lambda: ns.obj(STS, "broker-a"), what="StatefulSet")
+    await ns.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", ns.ns, "broker-a"),
+                         {"spec": {"storage": {"size": "16Gi"}}})
+    refused = await ns.eventually(
+        lambda: (c := ns.condition(BG, "broker-a", "Applied")) and c["status"] == "False" and c,
+        what="the refusal in status")
+    assert refused["reason"] == "StorageImmutable"
+    assert "storage" in refused["message"] and "cannot change" in refused["message"]
+    (event,) = ns.events("ApplyFailed")
+    assert event["type"] == "Warning"
+    claim = (ns.obj(STS, "broker-a") or {})["spec"]["volumeClaimTemplates"][0]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "8Gi"
+    assert claim == sts["spec"]["volumeClaimTemplates"][0]
+
+
+async def test_every_verb_the_operator_used_is_granted_by_the_chart(
+    harness: Harness, helm: Path
+) -> None:
+    """Runs last in this module: the emulator has seen every request of the tests above
+    (kopf's own watches and patches, the operator's applies, reads, deletes and events)."""
+    granted = rules_of(kinds(template(helm)))
+    used = set(harness.emulator.verbs)
+    assert {verb for _, _, verb in used} >= {"patch", "create", "list", "watch"}
+    missing = sorted(used - granted)
+    assert not missing, f"the chart's RBAC lacks {missing}"

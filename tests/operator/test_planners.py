@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mqcluster_operator import conditions, names
-from mqcluster_operator.events import build_event
-from mqcluster_operator.following import (
+from mqcluster_operator.election_plan import (
     Election,
     PodInfo,
     ReplicaState,
@@ -14,7 +13,8 @@ from mqcluster_operator.following import (
     pod_for_address,
     switchover_target,
 )
-from mqcluster_operator.k8s import Ref, apply_patch, differs
+from mqcluster_operator.events import build_event
+from mqcluster_operator.k8s import Ref, differs
 from mqcluster_operator.reconcile import plan_brokergroup, plan_controller, readiness
 from mqcluster_operator.restart import plan_restart
 
@@ -192,18 +192,10 @@ def test_readiness() -> None:
     assert readiness(bg, None, NOW, needs_master=True)["phase"] == "Pending"
 
 
-def test_apply_patch_and_differs() -> None:
+def test_ref_paths() -> None:
     desired: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "c", "namespace": "mq", "labels": {"a": "1"}},
-        "data": {"k": "v"},
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "mq"},
     }
-    patch = apply_patch(desired)
-    assert patch == {"metadata": {"labels": {"a": "1"}}, "data": {"k": "v"}}
-    observed = {**desired, "metadata": {**desired["metadata"], "uid": "u",
-                                        "labels": {"a": "1", "b": "2"}}}
-    assert not differs(patch, observed)
-    assert differs(patch, {**observed, "data": {"k": "w"}})
     assert Ref.of(desired).path() == "/api/v1/namespaces/mq/configmaps/c"
     assert Ref("apps/v1", "StatefulSet", "mq", "s").path("status") == (
         "/apis/apps/v1/namespaces/mq/statefulsets/s/status")
@@ -236,7 +228,7 @@ def test_mode_and_name_changes_are_refused_against_what_was_applied() -> None:
 
 
 def test_prestop_identity_and_successor() -> None:
-    from mqcluster_operator.prestop import identity, successor
+    from mqcluster.broker.prestop import identity, successor
 
     props = {
         "enableControllerMode": "true", "controllerAddr": "c0:9878;c1:9878",
@@ -255,15 +247,3 @@ def test_prestop_identity_and_successor() -> None:
     assert successor("bg-0.h:10911", "bg-0.h:10911", replicas) == 3
     assert successor("bg-2.h:10911", "bg-0.h:10911", replicas) is None
     assert successor("bg-0.h:10911", "bg-0.h:10911", replicas[:1]) is None
-
-
-def test_reconciled_conditions_keep_the_followers_conditions() -> None:
-    from mqcluster_operator.conditions import keep_theirs
-
-    ours = [{"type": "Ready", "status": "False"}, {"type": "MasterElected", "status": "False"}]
-    live = [{"type": "MasterElected", "status": "True"}, {"type": "Upgrading", "status": "True"},
-            {"type": "Ready", "status": "True"}]
-    merged = keep_theirs(ours, live, ("MasterElected", "Upgrading"))
-    assert merged == [{"type": "Ready", "status": "False"},
-                      {"type": "MasterElected", "status": "True"},
-                      {"type": "Upgrading", "status": "True"}]

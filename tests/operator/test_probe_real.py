@@ -14,7 +14,8 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from mqcluster_operator.following import HealthProbe, ProbeError, RemotingControllerProbe
+from mqcluster_operator.election_plan import ProbeError
+from mqcluster_operator.election_probes import HealthProbe, RemotingControllerProbe
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqcluster_operator.following import PodInfo
+from mqcluster_operator.election_plan import PodInfo
 from mqcluster_operator.models import BrokerGroupSpec
 from mqcluster_operator.upgrade import plan_upgrade
 

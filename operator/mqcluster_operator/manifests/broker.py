@@ -119,14 +119,14 @@ def ports(spec: BrokerGroupSpec) -> dict[str, int]:
 
 
 def pre_stop(spec: BrokerGroupSpec) -> Obj:
-    """A master hands its role to an in-sync slave before it stops (mqcluster_operator.prestop);
+    """A master hands its role to an in-sync slave before it stops (mqcluster.broker.prestop);
     a slave, or a broker in another mode, just stops."""
     return {
         "exec": {
             "command": [
                 "python",
                 "-m",
-                "mqcluster_operator.prestop",
+                "mqcluster.broker.prestop",
                 "-c",
                 f"{pods.RUN_DIR}/{CONF}",
                 "--timeout",

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from mqcluster_operator.following import ControllerMeta, Election, ProbeError, ProbeTarget
-from mqcluster_operator.polling import ElectionHub, SharedPoller
+from mqcluster_operator.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster_operator.election_poller import ElectionHub, SharedPoller
+from mqcluster_operator.election_probes import ProbeTarget
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -1,6 +1,6 @@
 """The broker pod's preStop hook: a master hands its role to an in-sync replica.
 
-``python -m mqcluster_operator.prestop -c /var/run/mqcluster/broker.conf`` reads
+``python -m mqcluster.broker.prestop -c /var/run/mqcluster/broker.conf`` reads
 the broker's own properties. In controller mode, when this broker is the
 master, it asks the controller for a designated election of an alive in-sync
 replica and waits until the controller names another master (or the timeout
@@ -17,8 +17,21 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .following import ReplicaState
+
+@dataclass(frozen=True)
+class ReplicaState:
+    broker_id: int | None
+    address: str
+    alive: bool = True
+    in_sync: bool = False
+
+
+@dataclass(frozen=True)
+class Election:
+    master_address: str | None
+    replicas: tuple[ReplicaState, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,26 +66,40 @@ def successor(master: str | None, me: str, replicas: Sequence[ReplicaState]) -> 
     return candidates[0] if candidates else None
 
 
+async def election(client: Any, broker_name: str) -> Election:
+    """The group's master and replicas, as the controller's SyncStateSet table has them."""
+    table = await client.get_sync_state_data([broker_name])
+    info = table.replicas_info_table.get(broker_name)
+    if info is None:
+        return Election(None)
+    groups = ((info.in_sync_replicas, True), (info.not_in_sync_replicas, False))
+    return Election(info.master_address or None, tuple(
+        ReplicaState(r.broker_id, r.broker_address, r.alive, in_sync)
+        for group, in_sync in groups for r in group
+    ))
+
+
 async def hand_over(me: BrokerIdentity, timeout: float, poll: float = 0.2) -> str:
     """Returns what happened, for the hook's log line."""
-    from .following import RemotingControllerProbe
+    from mqcluster.controller.client import ControllerClient
 
-    probe = RemotingControllerProbe(me.controller_addrs, timeout=min(3.0, timeout))
+    wait = min(3.0, timeout)
+    client = ControllerClient(list(me.controller_addrs), timeout=wait, retry_timeout=wait)
     deadline = time.monotonic() + timeout
     try:
-        election = await probe.election(me.cluster, me.broker_name)
-        target = successor(election.master_address, me.address, election.replicas)
+        current = await election(client, me.broker_name)
+        target = successor(current.master_address, me.address, current.replicas)
         if target is None:
             return "nothing to hand over"
-        await probe.switchover(me.cluster, me.broker_name, target)
+        await client.elect_master(me.cluster, me.broker_name, target, designate=True)
         while time.monotonic() < deadline:
-            election = await probe.election(me.cluster, me.broker_name)
-            if election.master_address != me.address:
-                return f"handed over to {election.master_address}"
+            current = await election(client, me.broker_name)
+            if current.master_address != me.address:
+                return f"handed over to {current.master_address}"
             await asyncio.sleep(poll)
         return "timed out waiting for a new master"
     finally:
-        await probe.close()
+        await client.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,21 +1,17 @@
 """Following elections: who is master, relabel pods ``role=master|slave``, report it.
 
-``ControllerProbe`` is the seam to the cluster: the real one asks the active
-controller (RIP-44 GET_SYNC_STATE_DATA / GET_METADATA_INFO); for DLedger and
-master-slave groups ``HealthProbe`` reads each pod's ``/health`` (brokerRole).
-``plan_follow`` is pure: election + pods + previous status in, relabels, a status
-patch and an optional MasterChanged event out. ``follow_once`` does the I/O.
+The pure part: the election state (``Election``, ``ReplicaState``), the seam to
+the cluster (``ControllerProbe``; implementations in ``election_probes``), and
+``plan_follow``: election + pods + previous status in, relabels, a status patch and
+an optional MasterChanged event out. The I/O is in ``election_followers`` (the
+daemons' steps) and ``election_poller`` (one shared poll per controller cluster).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
-
-import aiohttp
 
 from . import conditions, names
 from .events import REASON_MASTER_CHANGED
@@ -185,132 +181,3 @@ def switchover_target(
                 return None, f"{requested} has no brokerId yet"
             return int(rep["brokerId"]), None
     return None, f"{requested} is not a replica of this group"
-
-
-# ----------------------------------------------------------------------------- probes
-
-
-class RemotingControllerProbe:
-    """Asks the controllers over the remoting protocol (mqcluster.controller.client)."""
-
-    def __init__(self, addrs: Sequence[str], timeout: float = 2.0) -> None:
-        from mqcluster.controller.client import ControllerClient
-
-        self.addrs = tuple(addrs)
-        self._client = ControllerClient(list(addrs), timeout=timeout, retry_timeout=timeout)
-
-    async def metadata(self) -> ControllerMeta:
-        term: int | None = None
-        active: str | None = None
-        members: list[str] = []
-        for addr in self.addrs:
-            try:
-                meta = await self._client.get_metadata(addr)
-            except Exception:
-                continue
-            members.append(addr)
-            if meta.is_leader:
-                active = addr
-            elif meta.leader_addr and active is None:
-                active = meta.leader_addr
-            term = max(term or 0, meta.term)
-        if not members:
-            raise ProbeError(f"no controller answered ({', '.join(self.addrs)})")
-        return ControllerMeta(active, term, tuple(members))
-
-    async def election(self, cluster: str, broker_name: str) -> Election:
-        return (await self.elections([broker_name]))[broker_name]
-
-    async def elections(self, broker_names: Sequence[str]) -> dict[str, Election]:
-        try:
-            table = await self._client.get_sync_state_data(list(broker_names))
-        except Exception as exc:
-            raise ProbeError(f"controller: {exc}") from exc
-        active = self._client.active
-        out: dict[str, Election] = {}
-        for name in broker_names:
-            info = table.replicas_info_table.get(name)
-            if info is None:
-                out[name] = Election(None, active_controller=active)
-                continue
-            groups = ((info.in_sync_replicas, True), (info.not_in_sync_replicas, False))
-            replicas = tuple(
-                ReplicaState(r.broker_id, r.broker_address, r.alive, in_sync)
-                for group, in_sync in groups
-                for r in group
-            )
-            out[name] = Election(
-                info.master_address or None, info.master_epoch, info.sync_state_set_epoch,
-                replicas, active,
-            )
-        return out
-
-    async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
-        await self._client.elect_master(cluster, broker_name, broker_id, designate=True)
-
-    async def close(self) -> None:
-        await self._client.close()
-
-
-@dataclass
-class HealthProbe:
-    """DLedger and master-slave groups: each pod's ``/health`` says its brokerRole."""
-
-    targets: Sequence[tuple[str, str]]
-    """(broker address, health URL) of every replica."""
-    timeout: float = 2.0
-    _session: aiohttp.ClientSession | None = field(default=None, init=False)
-
-    async def metadata(self) -> ControllerMeta:
-        return ControllerMeta(None, None)
-
-    async def _health(self, url: str) -> Mapping[str, Any] | None:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
-        try:
-            async with self._session.get(url) as resp:
-                data = json.loads(await resp.text())
-                return data if isinstance(data, dict) else None
-        except (TimeoutError, aiohttp.ClientError, ValueError):
-            return None
-
-    async def election(self, cluster: str, broker_name: str) -> Election:
-        answers = await asyncio.gather(*(self._health(url) for _, url in self.targets))
-        if not any(answers):
-            raise ProbeError("no broker answered /health")
-        master: str | None = None
-        replicas = []
-        for (address, _), answer in zip(self.targets, answers, strict=True):
-            data: Mapping[str, Any] = answer or {}
-            alive = data.get("status") == "UP"
-            if alive and data.get("brokerRole") in MASTER_ROLES and master is None:
-                master = address
-            broker_id = data.get("brokerId")
-            replicas.append(ReplicaState(broker_id if isinstance(broker_id, int) else None,
-                                         address, alive, alive))
-        return Election(master, None, None, tuple(replicas))
-
-    async def elections(self, broker_names: Sequence[str]) -> dict[str, Election]:
-        return {name: await self.election("", name) for name in broker_names}
-
-    async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
-        raise ProbeError("switchover needs controller mode")
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-
-@dataclass(frozen=True)
-class ProbeTarget:
-    """Where to learn the election state: controllers, or the brokers' health endpoints."""
-
-    controller_addrs: tuple[str, ...] = ()
-    health: tuple[tuple[str, str], ...] = ()
-
-
-def default_probe(target: ProbeTarget) -> ControllerProbe:
-    if target.controller_addrs:
-        return RemotingControllerProbe(target.controller_addrs)
-    return HealthProbe(target.health)

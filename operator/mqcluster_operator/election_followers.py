@@ -10,25 +10,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import conditions, metrics, names
-from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
-from .following import (
+from .election_plan import (
     ControllerProbe,
     Election,
     PodInfo,
     ProbeError,
-    ProbeTarget,
     plan_follow,
     pod_for_address,
     switchover_target,
 )
+from .election_poller import ElectionHub, Subscription
+from .election_probes import ProbeTarget
+from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
 from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
 from .manifests.meta import selector_labels
 from .models import BrokerGroupSpec, ControllerSpec
-from .polling import ElectionHub, Subscription
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
 from .upgrade import REVISION_LABEL, plan_upgrade
+from .views import Reads
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 TARGET_TTL = 30.0
@@ -72,9 +73,11 @@ class BrokerGroupFollower:
     """
 
     def __init__(
-        self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any
+        self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any,
+        reads: Reads | None = None,
     ) -> None:
         self.api = api
+        self.reads: Reads = reads or api
         self.hub = hub
         self.clock = clock
         self.log = logger
@@ -125,7 +128,7 @@ class BrokerGroupFollower:
             ref = controller_ref(body)
             if ref is None:
                 return None
-            controller = await self.api.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
+            controller = await self.reads.get(Ref(names.API_VERSION, "Controller", ref[0], ref[1]))
             view = view_of(controller) if controller else None
             return ProbeTarget(controller_addrs=view.controller_addr) if view else None
         health = tuple(
@@ -149,17 +152,18 @@ class BrokerGroupFollower:
         if not isinstance(election, Election) or selector is None or paused(live):
             return
         ns = live["metadata"]["namespace"]
-        pods = [PodInfo.of(p) for p in await self.api.list(Ref("v1", "Pod", ns), selector)]
+        pods = [PodInfo.of(p) for p in await self.reads.list(Ref("v1", "Pod", ns), selector)]
         plan = plan_follow({}, election, pods, self.clock())
         for pod, role in plan.relabels:
             await self.api.patch(Ref("v1", "Pod", ns, pod),
                                  {"metadata": {"labels": {names.LABEL_ROLE: role}}})
 
     async def step(self, live: Mapping[str, Any], changed: bool = False) -> None:
-        """One round; reads the resource afresh (kopf's live body lags behind long handlers)."""
+        """One round; reads the resource from ``reads`` (kopf's live body lags behind long
+        handlers; the indices follow the watch)."""
         if changed:
             await self.relabel(live)
-        body = await self.api.get(Ref.of(live))
+        body = await self.reads.get(Ref.of(live))
         if body is None or paused(body):
             await self.close()
             return
@@ -195,10 +199,10 @@ class BrokerGroupFollower:
                 now,
             )
             if differs(conds, status.get("conditions")):
-                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+                await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
             return
         self._selector = selector_labels(Owner.from_body(body), "broker")
-        raw_pods = await self.api.list(Ref("v1", "Pod", ns), self._selector)
+        raw_pods = await self.reads.list(Ref("v1", "Pod", ns), self._selector)
         revisions = {
             p["metadata"]["name"]: (p["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
             for p in raw_pods
@@ -223,7 +227,7 @@ class BrokerGroupFollower:
             metrics.RELABEL_SECONDS.observe(time.monotonic() - started)
             metrics.MASTER_CHANGES.labels(ref.namespace, ref.name).inc()
         if differs(plan.status, status):
-            await self.api.patch(ref, {"status": plan.status}, "status")
+            await self.api.write_status(ref, plan.status, conditions.FOLLOWER)
         if plan.event:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])
             await self.api.post_event(build_event(body, *plan.event, now))
@@ -282,7 +286,7 @@ class BrokerGroupFollower:
         status: Mapping[str, Any], pods: list[PodInfo], revisions: Mapping[str, str],
         probe: ControllerProbe,
     ) -> None:
-        sts = await self.api.get(Ref("apps/v1", "StatefulSet", ref.namespace, ref.name))
+        sts = await self.reads.get(Ref("apps/v1", "StatefulSet", ref.namespace, ref.name))
         revision = ((sts or {}).get("status") or {}).get("updateRevision")
         step = plan_upgrade(spec, ref.name, revision, pods, revisions, status, time.time())
         now = self.clock()
@@ -306,16 +310,18 @@ class BrokerGroupFollower:
             if differs(conds, status.get("conditions")):
                 patch["conditions"] = conds
         if patch:
-            await self.api.patch(ref, {"status": patch}, "status")
+            await self.api.write_status(ref, patch, conditions.FOLLOWER)
 
 
 class ControllerFollower:
     """Active controller, Raft term and members of a Controller, into its status."""
 
     def __init__(
-        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any
+        self, api: Api, factory: ProbeFactory, clock: Clock, logger: logging.Logger | Any,
+        reads: Reads | None = None,
     ) -> None:
         self.api = api
+        self.reads: Reads = reads or api
         self.probes = ProbeCache(factory)
         self.clock = clock
         self.log = logger
@@ -324,7 +330,7 @@ class ControllerFollower:
         await self.probes.close()
 
     async def step(self, live: Mapping[str, Any]) -> None:
-        body = await self.api.get(Ref.of(live))
+        body = await self.reads.get(Ref.of(live))
         if body is None or paused(body):
             return
         spec, _ = parse(ControllerSpec, body.get("spec"))
@@ -345,7 +351,7 @@ class ControllerFollower:
                 status.get("conditions", []), "LeaderElected", None, "ProbeFailed", str(exc), now
             )
             if differs(conds, status.get("conditions")):
-                await self.api.patch(ref, {"status": {"conditions": conds}}, "status")
+                await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
             return
         active = pod_for_address(info.active, pods)
         elected = ("ActiveController", f"active controller is {active}") if active else (
@@ -360,7 +366,7 @@ class ControllerFollower:
             ),
         }
         if differs(patch, status):
-            await self.api.patch(ref, {"status": patch}, "status")
+            await self.api.write_status(ref, patch, conditions.FOLLOWER)
         if active and active != status.get("activeController"):
             message = f"active controller changed from {status.get('activeController') or 'none'}" \
                       f" to {active} (term {info.term})"

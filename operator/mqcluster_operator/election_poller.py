@@ -18,7 +18,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from .following import ControllerProbe, Election, ProbeError, ProbeTarget
+from .election_plan import ControllerProbe, Election, ProbeError
+from .election_probes import ProbeTarget
 
 log = logging.getLogger(__name__)
 
