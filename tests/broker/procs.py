@@ -149,3 +149,22 @@ async def start_broker(
     broker.props = props
     await broker.start("boot success")
     return broker
+
+
+@dataclass
+class ProxyProc(Proc):
+    addr: str = ""
+
+
+async def start_proxy(tmp: Path, broker_name: str, **props: str) -> ProxyProc:
+    """An ``mqproxy`` for ``broker_name`` (pass controllerAddr= or namesrvAddr=)."""
+    ip = free_ip()
+    port = free_port(ip)
+    conf = tmp / f"proxy-{ip}-{port}.conf"
+    values = {"brokerName": broker_name, "bindAddress": ip, "grpcServerPort": str(port),
+              **props}
+    conf.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    argv = [sys.executable, "-m", "mqcluster.proxy.main", "-c", str(conf)]
+    proxy = ProxyProc("mqproxy", argv, tmp / f"proxy-{port}.log", addr=f"{ip}:{port}")
+    await proxy.start("boot success")
+    return proxy

@@ -78,11 +78,15 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
     """Serves calls locally on the master, forwards them from any other replica."""
 
     def __init__(self, service_name: str, local: grpc.GenericRpcHandler,
-                 role: Callable[[], ReplicaRole], channels: MasterChannels) -> None:
+                 role: Callable[[], ReplicaRole], channels: MasterChannels,
+                 patience: float = 0.0) -> None:
         self._prefix = f"/{service_name}/"
         self._local = local
         self._role = role
         self._channels = channels
+        self._patience = patience
+        """Seconds a unary call waits for a master to be known or to come back before it
+        fails UNAVAILABLE (0: fail at once and let the client retry)."""
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method: str = details.method
@@ -103,31 +107,59 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
                   if target else "this replica is not the master and no master is known yet")
         await context.abort(grpc.StatusCode.UNAVAILABLE, detail)
 
+    async def _next_master(self, context: Context, unusable: str | None) -> str | None:
+        """Within the patience and the call's deadline, wait for a master other than
+        ``unusable`` (None: any); None when none came."""
+        loop = asyncio.get_running_loop()
+        remaining = context.time_remaining()
+        give_up = loop.time() + min(self._patience, remaining if remaining else self._patience)
+        while True:
+            target = self._role().master_grpc
+            if target and target != unusable:
+                return target
+            left = give_up - loop.time()
+            if left <= 0:
+                return None
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._channels.changed.wait()
+
     def _unary(self, method: str, target: str | None) -> Callable[..., Any]:
         async def handle(request: bytes, context: Context) -> bytes:
-            if not target:
-                await self._no_master(context, target)
-            assert target is not None
-            channels = self._channels
-            changed = channels.changed
-            call = channels.channel(target).unary_unary(method)(
-                request, metadata=_metadata(context), timeout=context.time_remaining())
-            moved = asyncio.ensure_future(changed.wait())
-            answer = asyncio.ensure_future(_result(call))
-            done, _ = await asyncio.wait({answer, moved}, return_when=asyncio.FIRST_COMPLETED)
-            if answer not in done:  # the master moved (it may hang): the client retries now
-                call.cancel()
-                answer.cancel()
-                await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                    f"the master moved away from {target}; retry")
-            moved.cancel()
-            try:
-                response: bytes = await answer
-            except grpc.aio.AioRpcError as exc:
-                await _relay_error(context, exc, target)
-                raise
-            context.set_trailing_metadata(await call.trailing_metadata() or ())
-            return response
+            current = target
+            if not current and self._patience:
+                current = await self._next_master(context, None)
+            if not current:
+                await self._no_master(context, current)
+            assert current is not None
+            while True:
+                channels = self._channels
+                changed = channels.changed
+                call = channels.channel(current).unary_unary(method)(
+                    request, metadata=_metadata(context), timeout=context.time_remaining())
+                moved = asyncio.ensure_future(changed.wait())
+                answer = asyncio.ensure_future(_result(call))
+                done, _ = await asyncio.wait({answer, moved},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if answer not in done:  # the master moved (it may hang): the client retries
+                    call.cancel()
+                    answer.cancel()
+                    await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                        f"the master moved away from {current}; retry")
+                moved.cancel()
+                try:
+                    response: bytes = await answer
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() is grpc.StatusCode.UNAVAILABLE and self._patience:
+                        # The master is gone (killed, restarting): wait for the next one.
+                        nxt = await self._next_master(context, current)
+                        if nxt is not None:
+                            current = nxt
+                            continue
+                    await _relay_error(context, exc, current)
+                    raise
+                context.set_trailing_metadata(await call.trailing_metadata() or ())
+                return response
 
         return handle
 
