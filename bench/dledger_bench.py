@@ -4,10 +4,11 @@ unreplicated broker in the same run.
 1 KiB messages, native client batched (``ha_bench.BATCH`` per request, ``SENDERS``
 requests in flight): messages/s, p99 ack latency, and CPU microseconds per
 acknowledged message for every broker process and the client. The unreplicated
-broker's rate is the ``limit``. Failover: the official client with the three
-endpoints, one message at a time, the leader SIGKILLed ``DLEDGER_BENCH_KILLS`` times
-(default 20) and SIGSTOPped ``DLEDGER_BENCH_HANGS`` times (default 5): the longest gap
-between acknowledged sends around each fault, median and max.
+broker's rate is the ``limit``. Failover: the official client through an ``mqproxy``
+(following the name server), one message at a time, the leader SIGKILLed
+``DLEDGER_BENCH_KILLS`` times (default 20) and SIGSTOPped ``DLEDGER_BENCH_HANGS``
+times (default 5): the longest gap between acknowledged sends around each fault,
+median and max.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import bench.ha_bench as ha
 from bench import Row
 from bench.broker_bench import BrokerProcess
+from tests.broker.procs import start_proxy
 from tests.ha.cluster import ProcessGroup
 from tests.ha.dledger_cluster import DLedgerProcessGroup
 
@@ -74,10 +76,15 @@ async def _run(root: Path) -> list[Row]:
         rows.append(Row(NAME, "DLedger group of 3, batched 1 KiB", rate, "msgs/s",
                         ">= 0.5 x unreplicated", plain, note=f"p99 ack {p99:.1f} ms; "
                         + cpu_note(["leader", "follower", "follower", "client"], per_msg)))
-        ha.KILLS = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
-        ha.HANGS = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
-        if ha.KILLS or ha.HANGS:
-            kills, hangs, failures = await ha.failover(g)
+        n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
+        n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
+        if n_kills or n_hangs:
+            assert g.namesrv is not None
+            proxy = await start_proxy(root, "dledger-a", namesrvAddr=g.namesrv.addr)
+            try:
+                kills, hangs, failures = await ha.failover(g, proxy.addr, n_kills, n_hangs)
+            finally:
+                await proxy.kill()
             rows += ha.failover_rows(NAME, "leader", kills, hangs, failures, 1.5, 1.5)
     finally:
         await g.close()

@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 Context = Any
 UNARY_STREAM = frozenset({"ReceiveMessage", "PullMessage"})
 STREAM_STREAM = frozenset({"Telemetry"})
+# Calls that change nothing on the broker: when the master moves while one is in flight,
+# it is asked again of the new master instead of failing back to the client.
+IDEMPOTENT = frozenset({"QueryRoute", "Heartbeat", "QueryAssignment", "GetOffset",
+                        "QueryOffset"})
 # Metadata the transport sets itself; passing it on would confuse the next hop.
 _TRANSPORT_KEYS = frozenset({"user-agent", "grpc-accept-encoding", "grpc-timeout"})
 
@@ -99,7 +103,8 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
             return grpc.stream_stream_rpc_method_handler(self._bidi(method, target))
         if name in UNARY_STREAM:
             return grpc.unary_stream_rpc_method_handler(self._server_stream(method, target))
-        return grpc.unary_unary_rpc_method_handler(self._unary(method, target))
+        return grpc.unary_unary_rpc_method_handler(
+            self._unary(method, target, name in IDEMPOTENT))
 
     async def _no_master(self, context: Context, target: str | None,
                          exc: BaseException | None = None) -> None:
@@ -124,7 +129,8 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
                 async with asyncio.timeout(left):
                     await self._channels.changed.wait()
 
-    def _unary(self, method: str, target: str | None) -> Callable[..., Any]:
+    def _unary(self, method: str, target: str | None,
+               idempotent: bool = False) -> Callable[..., Any]:
         async def handle(request: bytes, context: Context) -> bytes:
             current = target
             if not current and self._patience:
@@ -141,9 +147,13 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
                 answer = asyncio.ensure_future(_result(call))
                 done, _ = await asyncio.wait({answer, moved},
                                              return_when=asyncio.FIRST_COMPLETED)
-                if answer not in done:  # the master moved (it may hang): the client retries
+                if answer not in done:  # the master moved (it may hang)
                     call.cancel()
                     answer.cancel()
+                    nxt = self._role().master_grpc
+                    if idempotent and self._patience and nxt and nxt != current:
+                        current = nxt
+                        continue
                     await context.abort(grpc.StatusCode.UNAVAILABLE,
                                         f"the master moved away from {current}; retry")
                 moved.cancel()
