@@ -47,7 +47,6 @@ async def _run(root: Path) -> list[Row]:
     rows.append(Row(NAME, "unreplicated broker, batched 1 KiB", plain, "msgs/s",
                     note=f"p99 ack {plain_p99:.1f} ms; "
                          + cpu_note(["broker", "client"], plain_cpu)))
-    rows.append(ha.ceiling_row(NAME, plain, plain_cpu))
 
     ctl = ProcessGroup(root / "controller")
     try:
@@ -76,6 +75,7 @@ async def _run(root: Path) -> list[Row]:
         rows.append(Row(NAME, "DLedger group of 3, batched 1 KiB", rate, "msgs/s",
                         ">= 0.5 x unreplicated", plain, note=f"p99 ack {p99:.1f} ms; "
                         + cpu_note(["leader", "follower", "follower", "client"], per_msg)))
+        rows.append(ha.cpu_limit_row(NAME, "DLedger group of 3", plain, per_msg))
         n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
         n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
         if n_kills or n_hangs:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mqcluster.broker.config import BrokerConfig, check_broker_config
 from mqcluster.broker.server import BrokerServer
+from mqcluster.store.batch import BatchPutResult, RawBatch
 from mqcluster.store.message import MessageRecord, PutResult
 from tests.ha.group import TOPIC, wait_until
 from tests.procs import free_addr
@@ -78,3 +79,9 @@ class DLedgerGroup:
         for i in range(len(self.brokers)):
             with contextlib.suppress(Exception):
                 await self.kill(i)
+
+    async def put_batch(self, i: int, bodies: list[bytes], queue: int = 0) -> BatchPutResult:
+        props = [b"UNIQ_KEY\x01" + b[:32] + b"\x02" for b in bodies]
+        return await self.broker(i).context.store.put_batch(RawBatch(
+            TOPIC, queue, "127.0.0.1:1", 1_700_000_000_000, list(bodies), props,
+            [0] * len(bodies), [0] * len(bodies)))

@@ -128,3 +128,38 @@ async def test_mqadmin_shows_each_replicas_term_role_commit_and_ledger_end(
     assert len({r["term"] for r in rows}) == 1
     assert all(r["commitIndex"] >= 1 and r["lastIndex"] >= r["commitIndex"] for r in rows)
     assert "LedgerEnd" in report.text and "LEADER" in report.text
+
+
+async def test_a_producer_batch_is_one_entry_stored_alike_on_every_replica(
+        group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    first = await g.put_batch(leader, [b"x0", b"x1", b"x2"])
+    assert first.status is PutStatus.PUT_OK and first.queue_offset == 0
+    assert (await g.put(leader, b"single")).ok  # the other entry layout, in between
+    second = await g.put_batch(leader, [b"y0", b"y1"])
+    assert second.status is PutStatus.PUT_OK and second.queue_offset == 4
+    assert second.commitlog_offsets[0] > first.commitlog_offsets[-1]
+    await same_everywhere(g)
+    for i in range(3):
+        assert bodies(g, i) == [b"x0", b"x1", b"x2", b"single", b"y0", b"y1"]
+    got = g.broker(leader).context.store.get_messages(TOPIC, 0, 0, 100).messages
+    assert got[0].properties["UNIQ_KEY"] == "x0"
+    positions = [m.properties[PROPERTY_DLEDGER_INDEX] for m in got]
+    assert [p.split(".")[1] for p in positions] == ["0", "1", "2", "0", "0", "1"]
+    follower = next(i for i in range(3) if i != leader)
+    refused = await g.put_batch(follower, [b"to a follower"])
+    assert refused.status is PutStatus.SERVICE_NOT_AVAILABLE
+
+
+async def test_an_oversized_batch_is_refused_before_it_enters_the_log(
+        group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    runner = g.broker(leader).dledger.runner  # type: ignore[union-attr]
+    before = runner.status().last_index
+    limit = g.broker(leader).context.store.config.maxMessageSize
+    refused = await g.put_batch(leader, [b"ok", b"x" * (limit + 1)])
+    assert refused.status is PutStatus.MESSAGE_ILLEGAL
+    assert runner.status().last_index == before
+    assert bodies(g, leader) == []

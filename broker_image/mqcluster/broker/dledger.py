@@ -26,7 +26,7 @@ from pathlib import Path
 
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
-from mqcluster.ha.dledger_entry import decode_batch, encode_batch
+from mqcluster.ha.dledger_entry import RawEntry, decode_entry, encode_batch, encode_raw_batch
 from mqcluster.raft.node import (
     ProposalError,
     RaftNotLeaderError,
@@ -37,6 +37,7 @@ from mqcluster.raft.node import (
 from mqcluster.raft.types import Entry, RaftConfig, Role
 from mqcluster.store import codec
 from mqcluster.store.api import MessageStore
+from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
 from mqcluster.store.codec import RecordKind
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
 from mqcluster.wire.frame import RemotingCommand
@@ -81,27 +82,57 @@ def last_applied(commitlog_dir: Path, segment_size: int) -> Position | None:
     return last
 
 
+def _with_position(props: bytes, index: int, pos: int) -> bytes:
+    """The stored properties string with ``DLEDGER_INDEX`` appended."""
+    sep = b"" if not props or props.endswith(b"\x02") else b"\x02"
+    return b"%s%s%s\x01%d.%d\x02" % (props, sep, PROPERTY_DLEDGER_INDEX.encode(), index, pos)
+
+
 class DLedgerStateMachine:
     def __init__(self, store: MessageStore, resume_after: Position | None) -> None:
         self.store = store
         self.resume_after = resume_after
 
-    def apply(self, entry: Entry) -> list[PutResult]:
-        batch = decode_batch(entry.data)
+    def _first_unapplied(self, index: int) -> int | None:
+        """Position of the entry's first message not yet in the store (None: none is)."""
         start = 0
         if self.resume_after is not None:
-            index, pos = self.resume_after
-            if entry.index < index:
-                return []
-            if entry.index == index:
+            done_index, pos = self.resume_after
+            if index < done_index:
+                return None
+            if index == done_index:
                 start = pos + 1
             self.resume_after = None
+        return start
+
+    def apply(self, entry: Entry) -> list[PutResult] | BatchPutResult:
+        decoded = decode_entry(entry.data)
+        start = self._first_unapplied(entry.index)
+        if isinstance(decoded, RawEntry):
+            return self._apply_batch(entry.index, decoded, start)
+        if start is None:
+            return []
+        batch = decoded
         records = batch.records[start:]
         for i, rec in enumerate(records, start):
             rec.properties[PROPERTY_DLEDGER_INDEX] = f"{entry.index}.{i}"
         results, _ = self.store.append_records(records, batch.store_timestamp,
                                                batch.store_host)
         return results
+
+    def _apply_batch(self, index: int, entry: RawEntry, start: int | None) -> BatchPutResult:
+        b = entry.batch
+        if start is None or start >= len(b.bodies):
+            return BatchPutResult(PutStatus.PUT_OK)
+        props = [_with_position(p, index, i)
+                 for i, p in enumerate(b.properties[start:], start)]
+        tail = RawBatch(b.topic, b.queue_id, b.born_host, b.born_timestamp, b.bodies[start:],
+                        props, b.tags_codes[start:], b.flags[start:], b.sys_flag,
+                        b.reconsume_times)
+        result = self.store.append_raw_batch(tail, entry.store_timestamp, entry.store_host)
+        if result.status is not PutStatus.PUT_OK:
+            log.error("entry %d cannot be stored: %s", index, result.remark)
+        return result
 
     def snapshot(self) -> bytes:
         raise RuntimeError("a DLedger commitlog takes no snapshots: the store is its state")
@@ -165,6 +196,25 @@ class DLedgerReplication:
         except ProposalError as exc:
             return [PutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc)) for _ in recs]
         return results
+
+    async def put_batch(self, batch: RawBatch) -> BatchPutResult:
+        """One queue's batch as one entry, kept in the producer's layout (no per-message
+        decoding on the leader or the followers)."""
+        store_cfg = self.ctx.store.config
+        _, problem = check_batch(batch, self.ctx.addresses.broker, store_cfg.maxMessageSize,
+                                 store_cfg.maxPropertiesSize, store_cfg.mappedFileSizeCommitLog)
+        if problem is not None:  # refused before it enters the log
+            return BatchPutResult(problem[0], remark=problem[1])
+        data = encode_raw_batch(batch, int(time.time() * 1000), self.ctx.addresses.broker)
+        try:
+            result = await self.runner.propose(data)
+        except RaftNotLeaderError as exc:
+            return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE,
+                                  remark=f"not the DLedger leader (leader: {exc.leader_id})")
+        except ProposalError as exc:
+            return BatchPutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
+        assert isinstance(result, BatchPutResult)
+        return result
 
     # ---- roles ----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,10 @@ Reporter = Callable[[set[int]], Awaitable[tuple[set[int], int] | None]]
 @dataclass
 class HAMasterOptions:
     transfer_batch: int = 256 * 1024
+    frames_in_flight: int = 4
+    """Data frames sent to a slave and not yet acknowledged, at most: a small window
+    lets frames grow with the load (one append, ack and dispatch on the slave for many
+    writes) while the next one is already on its way."""
     heartbeat_interval_s: float = 1.0
     max_not_caught_up_ms: int = 15000
     all_ack_in_sync_state_set: bool = False
@@ -285,6 +290,11 @@ class _SlaveConnection:
         self.broker_id: int | None = None
         self.transferring = False
         self._pending: list[SlaveHandshake | SlaveAck] = []
+        self.acked = -1
+        """The slave's last acknowledged max offset."""
+        self._ack = asyncio.Event()
+        self._in_flight: deque[int] = deque()
+        """End offsets of the data frames the slave has not acknowledged yet."""
 
     def close(self) -> None:
         self.transferring = False
@@ -324,6 +334,7 @@ class _SlaveConnection:
             raise HAProtocolError(f"slave offset {first.max_offset} is beyond the master's "
                                   f"{svc.store.commitlog_max_offset}: it did not truncate")
         start = svc.start_offset_for(hs, first.max_offset)
+        self.acked = start
         view.connected(hs.broker_id, hs.async_learner, svc.now_ms())
         self.transferring = True
         svc._acked_by(hs.broker_id, first.max_offset)
@@ -336,6 +347,8 @@ class _SlaveConnection:
                 if not isinstance(frame, SlaveAck):
                     raise HAProtocolError("handshake in the middle of a transfer")
                 svc._acked_by(hs.broker_id, frame.max_offset)
+                self.acked = frame.max_offset
+                self._ack.set()
                 if sender.done():
                     sender.result()
         finally:
@@ -356,6 +369,14 @@ class _SlaveConnection:
         while svc.view is not None:
             max_offset = store.commitlog_max_offset
             confirm = svc.confirm_offset
+            while self._in_flight and self._in_flight[0] <= self.acked:
+                self._in_flight.popleft()
+            if offset < max_offset and len(self._in_flight) >= opts.frames_in_flight:
+                self._ack.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(opts.heartbeat_interval_s):
+                        await self._ack.wait()
+                continue
             if offset < max_offset:
                 entry = svc.epochs.find_epoch_by_offset(offset)
                 if entry is None:
@@ -367,6 +388,7 @@ class _SlaveConnection:
                     raise HAProtocolError(f"master cannot read its commitlog at {offset}")
                 frame = Transfer(offset, entry.epoch, entry.start_offset, confirm, body)
                 offset += len(body)
+                self._in_flight.append(offset)
             else:
                 wait = (opts.confirm_delay_s if confirm != sent_confirm
                         else opts.heartbeat_interval_s) - (loop.time() - last_sent)

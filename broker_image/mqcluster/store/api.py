@@ -61,6 +61,8 @@ __all__ = ["MessageStore", "StoreLockedError", "WriteGate"]
 class ReplicatedWriter(Protocol):
     async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]: ...
 
+    async def put_batch(self, batch: RawBatch) -> BatchPutResult: ...
+
 
 class WriteGate(Protocol):
     """Replication's say over writes (controller mode's master, DLedger...)."""
@@ -300,15 +302,25 @@ class MessageStore:
         if refusal is not None:
             return BatchPutResult(refusal[0], remark=refusal[1])
         if self.writer is not None:
-            return await self._put_batch_through_writer(batch, self.writer)
+            return await self.writer.put_batch(batch)
+        result = self.append_raw_batch(batch, int(self._clock() * 1000), self.config.storeHost)
+        if result.status is not PutStatus.PUT_OK:
+            return result
+        last = result.commitlog_offsets[-1] + result.sizes[-1]
+        result.status = await self._wait_durable(last)
+        return result
+
+    def append_raw_batch(self, batch: RawBatch, now_ms: int, store_host: str) -> BatchPutResult:
+        """Append one queue's batch now (no flush wait). State machines that replicate
+        writes call this with the timestamp and store host the group agreed on, so every
+        replica writes the same bytes."""
         cfg = self.config
         cl = self._commitlog
-        enc, problem = check_batch(batch, cfg.storeHost, cfg.maxMessageSize,
+        enc, problem = check_batch(batch, store_host, cfg.maxMessageSize,
                                    cfg.maxPropertiesSize, cl.segment_size)
         if enc is None:
             assert problem is not None
             return BatchPutResult(problem[0], remark=problem[1])
-        now_ms = int(self._clock() * 1000)
         caught_up = (self._dispatcher.offset == cl.max_offset
                      and cfg.flushDiskType is FlushDiskType.ASYNC_FLUSH)
         try:
@@ -320,27 +332,7 @@ class MessageStore:
         else:
             self._dispatch.wake()
         self._notify_append()
-        status = await self._wait_durable(offsets[-1] + enc.sizes[-1])
-        return BatchPutResult(status, first, offsets, enc.sizes, now_ms)
-
-    @staticmethod
-    async def _put_batch_through_writer(batch: RawBatch,
-                                        writer: ReplicatedWriter) -> BatchPutResult:
-        recs = [MessageRecord(batch.topic, batch.queue_id, body,
-                              properties=codec.decode_properties(props),
-                              born_timestamp=batch.born_timestamp, born_host=batch.born_host,
-                              flag=flag, sys_flag=batch.sys_flag,
-                              reconsume_times=batch.reconsume_times)
-                for body, props, flag in zip(batch.bodies, batch.properties, batch.flags,
-                                             strict=True)]
-        results = await writer.put_messages(recs)
-        bad = next((r for r in results if r.status is not PutStatus.PUT_OK), None)
-        if bad is not None or not results:
-            return BatchPutResult(bad.status if bad else PutStatus.UNKNOWN_ERROR,
-                                  remark=bad.remark if bad else "nothing stored")
-        return BatchPutResult(PutStatus.PUT_OK, results[0].queue_offset,
-                              [r.commitlog_offset for r in results],
-                              [r.store_size for r in results], results[0].store_timestamp)
+        return BatchPutResult(PutStatus.PUT_OK, first, offsets, enc.sizes, now_ms)
 
     async def _wait_durable(self, end: int) -> PutStatus:
         """The flush the config promises, then the replicas' acks the gate asks for."""

@@ -186,7 +186,7 @@ class RecordKind(Enum):
     CORRUPT = "corrupt"
 
 
-@dataclass
+@dataclass(slots=True)
 class DispatchInfo:
     """What the consume queue needs from a record, read without decoding the body."""
 
@@ -200,7 +200,7 @@ class DispatchInfo:
     sys_flag: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Checked:
     kind: RecordKind
     size: int = 0
@@ -213,9 +213,39 @@ def _skip_bytes(buf: bytes | memoryview, pos: int, width: int) -> tuple[int, int
     return n, pos + width + n
 
 
+_TAGS_KEY = (PROPERTY_TAGS + NAME_VALUE_SEPARATOR).encode()
+_PROPERTY_SEP = PROPERTY_SEPARATOR.encode()[0]
+_topic_names: dict[bytes, str] = {}
+"""Decoded topic names: a store holds few topics and every record names one."""
+_TOPIC_CACHE_MAX = 4096
+
+
+def _topic_name(raw: bytes) -> str:
+    name = _topic_names.get(raw)
+    if name is None:
+        name = raw.decode("utf-8")
+        if len(_topic_names) < _TOPIC_CACHE_MAX:
+            _topic_names[raw] = name
+    return name
+
+
+def _tags_in(buf: bytes, start: int, end: int) -> str | None:
+    """The TAGS property among the properties in ``buf[start:end]``, without copying."""
+    i = buf.find(_TAGS_KEY, start, end)
+    while i >= 0:
+        if i == start or buf[i - 1] == _PROPERTY_SEP:
+            j = buf.find(_PROPERTY_SEP.to_bytes(), i, end)
+            return buf[i + len(_TAGS_KEY):j if j >= 0 else end].decode("utf-8")
+        i = buf.find(_TAGS_KEY, i + 1, end)
+    return None
+
+
 def check(buf: bytes | memoryview, pos: int, expected_offset: int, verify_crc: bool,
           max_size: int) -> Checked:
-    """Classify the record at ``buf[pos:]`` that should sit at commitlog ``expected_offset``."""
+    """Classify the record at ``buf[pos:]`` that should sit at commitlog ``expected_offset``.
+
+    Every record a replica dispatches passes through here: the variable-length fields
+    are stepped over with fixed-width reads, and nothing but the topic is copied."""
     avail = len(buf) - pos
     if avail < PREFIX.size:
         return Checked(RecordKind.INCOMPLETE if any(buf[pos:]) else RecordKind.END)
@@ -239,17 +269,25 @@ def check(buf: bytes | memoryview, pos: int, expected_offset: int, verify_crc: b
     if physical != expected_offset:
         return Checked(RecordKind.CORRUPT, size,
                        reason=f"physical offset field {physical} != position {expected_offset}")
+    record_end = pos + size
     try:
-        p = pos + HEADER.size
-        _, p = _skip_bytes(buf, p, 1)
-        _, p = _skip_bytes(buf, p, 1)
-        _, p = _skip_bytes(buf, p, 4)
-        topic_len, p2 = _skip_bytes(buf, p, 2)
-        topic = bytes(buf[p + 2:p2]).decode("utf-8")
-        props_len, end = _skip_bytes(buf, p2, 2)
-        if end != pos + size or topic_len < 0 or props_len < 0:
-            return Checked(RecordKind.CORRUPT, size, reason="field lengths disagree with size")
-        tags = _find_property(bytes(buf[p2 + 2:end]), PROPERTY_TAGS)
+        p = pos + FIXED_SIZE
+        p += 1 + buf[p]  # bornHost
+        p += 1 + buf[p]  # storeHost
+        body_len = I32.unpack_from(buf, p)[0]
+        p += 4 + body_len
+        topic_len = I16.unpack_from(buf, p)[0]
+        props_at = p + 2 + topic_len
+        props_len = I16.unpack_from(buf, props_at)[0] if props_at < record_end else -1
+    except (IndexError, struct.error):
+        return Checked(RecordKind.CORRUPT, size, reason="field lengths disagree with size")
+    end = props_at + 2 + props_len
+    if end != record_end or body_len < 0 or topic_len < 0 or props_len < 0:
+        return Checked(RecordKind.CORRUPT, size, reason="field lengths disagree with size")
+    try:
+        topic = _topic_name(bytes(buf[p + 2:props_at]))
+        tags = (_tags_in(buf, props_at + 2, end) if isinstance(buf, bytes)
+                else _find_property(bytes(buf[props_at + 2:end]), PROPERTY_TAGS))
     except (UnicodeDecodeError, ValueError) as exc:
         return Checked(RecordKind.CORRUPT, size, reason=f"undecodable record: {exc}")
     info = DispatchInfo(topic, queue_id, queue_offset, physical, size, tags_code(tags),
