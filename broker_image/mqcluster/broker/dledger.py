@@ -163,7 +163,9 @@ class DLedgerReplication:
             self.self_id, peers, raft_dir, self.state_machine,
             RaftConfig(preferred_leader_ids=preferred_leaders(cfg),
                        max_transfer_gap=cfg.dLegerPreferredLeaderGap),
-            options=RunnerOptions(snapshot_every=0))
+            # Persist in the I/O thread: the replicas of a group often share a disk, and
+            # an fsync on the loop's thread would hold up applying and serving meanwhile.
+            options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0))
         self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
         self.runner.on_role_change.append(self._role_changed)
         registry.register(DLEDGER_STATUS, self._status)
