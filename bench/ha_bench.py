@@ -37,7 +37,7 @@ from tests.ha.cluster import GROUP, ProcessGroup
 NAME = "ha"
 MSG_SIZE = 1024
 BATCH = 32
-SENDERS = 32  # enough in flight that replication latency does not cap the rate
+SENDERS = 64  # enough in flight that replication latency does not cap the rate
 PHASE_SECONDS = 4.0
 TOPIC = "BenchHA"
 KILLS = int(os.environ.get("HA_BENCH_KILLS", "20"))
