@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools)
+LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools e2e)
 TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit)
 
 .PHONY: setup test test-fast lint demo bench clean
