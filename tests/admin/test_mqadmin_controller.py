@@ -76,7 +76,9 @@ async def two_replicas(client: ControllerClient) -> dict[int, str]:
     for bid in (1, 2):
         addr = f"127.0.0.1:{10900 + bid}"
         await client.heartbeat(
-            BrokerHeartbeatRequestHeader(CLUSTER, addr, GROUP, bid, heartbeat_timeout_mills=600_000)
+            BrokerHeartbeatRequestHeader(
+                cluster_name=CLUSTER, broker_addr=addr, broker_name=GROUP, broker_id=bid,
+                heartbeat_timeout_mills=600_000)
         )
         nid = await client.get_next_broker_id(CLUSTER, GROUP)
         await client.apply_broker_id(CLUSTER, GROUP, nid, f"{addr};check{nid}")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mqcluster.broker.protocol import SendMessageRequestHeader, header_fields, v1_to_v2
+from mqcluster.broker.protocol import SendMessageRequestHeader, v1_to_v2
 from mqcluster.client.send_header import send_header_v1, send_header_v2
 
 
@@ -10,7 +10,7 @@ def test_client_headers_match_the_models() -> None:
         flag=1, properties="p", batch=False,
     )  # fmt: skip
     assert send_header_v2("g", "T", 2, 9, 4, flag=1, properties="p") == v1_to_v2(
-        header_fields(model)
+        model.to_ext()
     )
     model = model.model_copy(update={"batch": True, "flag": 0, "properties": ""})
-    assert send_header_v1("g", "T", 2, 9, 4, batch=True) == header_fields(model)
+    assert send_header_v1("g", "T", 2, 9, 4, batch=True) == model.to_ext()

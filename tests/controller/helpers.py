@@ -48,20 +48,26 @@ def group_with(
     mgr = ReplicasInfoManager(state, enable_elect_unclean_master=unclean)
     everyone = alive(*range(1, n + 1))
     for i in range(1, n + 1):
-        r = run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, i, code(i))))
+        r = run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=i,
+            register_check_code=code(i))))
         assert r.ok, r.remark
         r = run(state, mgr.register_broker(
-            RegisterBrokerToControllerRequestHeader(CLUSTER, GROUP, i, addr(i)), everyone
+            RegisterBrokerToControllerRequestHeader(
+                cluster_name=CLUSTER, broker_name=GROUP, broker_id=i, broker_address=addr(i)),
+                everyone
         ))
         assert r.ok, r.remark
-    r = run(state, mgr.elect_master(ElectMasterRequestHeader(CLUSTER, GROUP, 1), everyone))
+    r = run(state, mgr.elect_master(ElectMasterRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, broker_id=1), everyone))
     assert r.ok, r.remark
     members = in_sync if in_sync is not None else set(range(1, n + 1))
     if members != {1}:
         sync = state.sync_state(GROUP)
         assert sync is not None
         r = run(state, mgr.alter_sync_state_set(
-            AlterSyncStateSetRequestHeader(GROUP, 1, sync.master_epoch),
+            AlterSyncStateSetRequestHeader(
+                broker_name=GROUP, master_broker_id=1, master_epoch=sync.master_epoch),
             SyncStateSetBody(members, sync.sync_state_set_epoch),
             everyone,
         ))

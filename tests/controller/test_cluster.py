@@ -141,7 +141,8 @@ async def _check_follower_refuses_writes(cluster: LocalControllerCluster, active
         resp = await rpc.invoke(
             cluster.addrs[follower],
             request(
-                RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader(CLUSTER, GROUP, 1)
+                RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader(
+                    cluster_name=CLUSTER, broker_name=GROUP, broker_id=1)
             ),
         )
     finally:

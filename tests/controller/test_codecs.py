@@ -43,6 +43,7 @@ from mqcluster.controller.protocol import (
 )
 from mqcluster.controller.protocol import ControllerResponseCode as Code
 from mqcluster.controller.replicated import ControllerStateMachine
+from mqcluster.wire.header import HeaderError
 
 
 def test_codes_match_rocketmq() -> None:
@@ -57,26 +58,31 @@ def test_codes_match_rocketmq() -> None:
 
 
 def test_header_round_trip_uses_rocketmq_field_names() -> None:
-    h = ElectMasterRequestHeader("c", "b", 3, True, 99)
+    h = ElectMasterRequestHeader(
+        cluster_name="c", broker_name="b", broker_id=3, designate_elect=True, invoke_time=99)
     ext = h.to_ext()
     assert ext == {
         "clusterName": "c", "brokerName": "b", "brokerId": "3", "designateElect": "true",
         "invokeTime": "99",
     }
     assert ElectMasterRequestHeader.from_ext(ext) == h
-    hb = BrokerHeartbeatRequestHeader("c", "1.2.3.4:5", "b", 2, 7, 2**45, None, 1000, 1)
+    hb = BrokerHeartbeatRequestHeader(
+        cluster_name="c", broker_addr="1.2.3.4:5", broker_name="b", broker_id=2, epoch=7,
+        max_offset=2**45, confirm_offset=None, heartbeat_timeout_mills=1000, election_priority=1)
     assert hb.to_ext()["heartbeatTimeoutMills"] == "1000"
     assert BrokerHeartbeatRequestHeader.from_ext(hb.to_ext()) == hb
-    meta = GetMetaDataResponseHeader("g", None, None, False, "n0-a:1")
+    meta = GetMetaDataResponseHeader(
+        group="g", controller_leader_id=None, controller_leader_address=None, is_leader=False,
+        peers="n0-a:1")
     assert GetMetaDataResponseHeader.from_ext(meta.to_ext()) == meta
 
 
 def test_header_errors_name_the_field() -> None:
-    with pytest.raises(ProtocolError, match="brokerName"):
+    with pytest.raises(HeaderError, match="brokerName"):
         ElectMasterRequestHeader.from_ext({"clusterName": "c"})
-    with pytest.raises(ProtocolError, match="brokerId"):
+    with pytest.raises(HeaderError, match="brokerId"):
         ElectMasterRequestHeader.from_ext({"clusterName": "c", "brokerName": "b", "brokerId": "x"})
-    with pytest.raises(ProtocolError, match="designateElect"):
+    with pytest.raises(HeaderError, match="designateElect"):
         ElectMasterRequestHeader.from_ext(
             {"clusterName": "c", "brokerName": "b", "designateElect": "maybe"}
         )

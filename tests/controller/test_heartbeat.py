@@ -11,8 +11,9 @@ def hb(
     bid: int | None, timeout: int | None = None, epoch: int | None = None
 ) -> BrokerHeartbeatRequestHeader:
     return BrokerHeartbeatRequestHeader(
-        "c", f"a:{bid}", "b", bid, epoch, None, None, timeout, None
-    )
+        cluster_name="c", broker_addr=f"a:{bid}", broker_name="b", broker_id=bid, epoch=epoch,
+        max_offset=None, confirm_offset=None, heartbeat_timeout_mills=timeout,
+        election_priority=None)
 
 
 def test_expiry_uses_the_broker_timeout_or_the_default() -> None:

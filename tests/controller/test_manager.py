@@ -35,7 +35,8 @@ def sync_of(state: ControllerState) -> SyncStateInfo:
 
 
 def controller_elect(mgr: ReplicasInfoManager, liveness: StaticLiveness) -> ControllerResult:
-    return mgr.elect_master(ElectMasterRequestHeader(CLUSTER, GROUP, None), liveness)
+    return mgr.elect_master(ElectMasterRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, broker_id=None), liveness)
 
 
 # ---------------------------------------------------------------- broker ids
@@ -44,11 +45,15 @@ def controller_elect(mgr: ReplicasInfoManager, liveness: StaticLiveness) -> Cont
 def test_next_broker_id_starts_at_one_and_follows_applied_ids() -> None:
     state = ControllerState()
     mgr = ReplicasInfoManager(state)
-    nxt = mgr.get_next_broker_id(GetNextBrokerIdRequestHeader(CLUSTER, GROUP)).header
+    nxt = mgr.get_next_broker_id(GetNextBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP)).header
     assert isinstance(nxt, GetNextBrokerIdResponseHeader) and nxt.next_broker_id == 1
-    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 1, code(1))))
-    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 2, code(2))))
-    nxt = mgr.get_next_broker_id(GetNextBrokerIdRequestHeader(CLUSTER, GROUP)).header
+    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=1, register_check_code=code(1))))
+    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=2, register_check_code=code(2))))
+    nxt = mgr.get_next_broker_id(GetNextBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP)).header
     assert isinstance(nxt, GetNextBrokerIdResponseHeader) and nxt.next_broker_id == 3
     info = state.replica(GROUP)
     assert info is not None
@@ -57,20 +62,25 @@ def test_next_broker_id_starts_at_one_and_follows_applied_ids() -> None:
 
 def test_first_id_of_an_unknown_group_must_be_one() -> None:
     mgr = ReplicasInfoManager(ControllerState())
-    r = mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 5, code(5)))
+    r = mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=5, register_check_code=code(5)))
     assert r.code == Code.CONTROLLER_BROKER_ID_INVALID and not r.events
 
 
 def test_apply_broker_id_is_idempotent_for_the_same_identity() -> None:
     state = ControllerState()
     mgr = ReplicasInfoManager(state)
-    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 1, code(1))))
+    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=1, register_check_code=code(1))))
     before = state.snapshot()
-    again = mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 1, code(1)))
+    again = mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=1, register_check_code=code(1)))
     assert again.ok and not again.events
     # replaying the event itself changes nothing either
     first = ReplicasInfoManager(ControllerState()).apply_broker_id(
-        ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 1, code(1))
+        ApplyBrokerIdRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=1,
+            register_check_code=code(1))
     )
     state.apply_all(first.events)
     assert state.replica_info_table == ControllerState.from_snapshot(before).replica_info_table
@@ -79,9 +89,11 @@ def test_apply_broker_id_is_idempotent_for_the_same_identity() -> None:
 def test_id_held_by_another_identity_is_refused() -> None:
     state = ControllerState()
     mgr = ReplicasInfoManager(state)
-    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 1, code(1))))
+    run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=1, register_check_code=code(1))))
     thief = f"{addr(9)};identity-other"
-    r = mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 1, thief))
+    r = mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=1, register_check_code=thief))
     assert r.code == Code.CONTROLLER_BROKER_ID_INVALID
     # even if such an event reached the log, the holder keeps the id
     from mqcluster.controller.events import ApplyBrokerIdEvent
@@ -96,7 +108,9 @@ def test_restarted_broker_with_new_address_keeps_its_id() -> None:
     new_addr = "10.9.9.9:10911"
     # re-apply with the same identity from the new address: accepted, address recorded
     r = run(state, mgr.apply_broker_id(
-        ApplyBrokerIdRequestHeader(CLUSTER, GROUP, 2, code(2, new_addr))
+        ApplyBrokerIdRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=2,
+            register_check_code=code(2, new_addr))
     ))
     assert r.ok and r.events
     info = state.replica(GROUP)
@@ -104,22 +118,26 @@ def test_restarted_broker_with_new_address_keeps_its_id() -> None:
     # registering from yet another address records that change too
     newer = "10.9.9.10:10911"
     r = run(state, mgr.register_broker(
-        RegisterBrokerToControllerRequestHeader(CLUSTER, GROUP, 2, newer), alive(1, 2)
+        RegisterBrokerToControllerRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=2, broker_address=newer), alive(1, 2)
     ))
     assert r.ok and r.events
     assert info.address_of(2) == newer
-    nxt = mgr.get_next_broker_id(GetNextBrokerIdRequestHeader(CLUSTER, GROUP)).header
+    nxt = mgr.get_next_broker_id(GetNextBrokerIdRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP)).header
     assert isinstance(nxt, GetNextBrokerIdResponseHeader) and nxt.next_broker_id == 3
 
 
 def test_register_unknown_broker_needs_registration() -> None:
     _state, mgr = group_with(1)
     r = mgr.register_broker(
-        RegisterBrokerToControllerRequestHeader(CLUSTER, GROUP, 7, addr(7)), alive(1)
+        RegisterBrokerToControllerRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=7, broker_address=addr(7)), alive(1)
     )
     assert r.code == Code.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
     r = mgr.register_broker(
-        RegisterBrokerToControllerRequestHeader(CLUSTER, "nope", 1, addr(1)), alive(1)
+        RegisterBrokerToControllerRequestHeader(
+            cluster_name=CLUSTER, broker_name="nope", broker_id=1, broker_address=addr(1)), alive(1)
     )
     assert r.code == Code.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
 
@@ -127,7 +145,9 @@ def test_register_unknown_broker_needs_registration() -> None:
 def test_register_returns_alive_master_and_sync_state_set() -> None:
     _state, mgr = group_with(3)
     r = mgr.register_broker(
-        RegisterBrokerToControllerRequestHeader(CLUSTER, GROUP, 2, addr(2)), alive(1, 2, 3)
+        RegisterBrokerToControllerRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=2, broker_address=addr(2)),
+            alive(1, 2, 3)
     )
     h = r.header
     assert isinstance(h, RegisterBrokerToControllerResponseHeader)
@@ -135,7 +155,9 @@ def test_register_returns_alive_master_and_sync_state_set() -> None:
     assert SyncStateSetBody.decode(r.body).sync_state_set == {1, 2, 3}
     # master dead: no master in the answer
     r = mgr.register_broker(
-        RegisterBrokerToControllerRequestHeader(CLUSTER, GROUP, 2, addr(2)), alive(2, 3)
+        RegisterBrokerToControllerRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=2, broker_address=addr(2)),
+            alive(2, 3)
     )
     h = r.header
     assert isinstance(h, RegisterBrokerToControllerResponseHeader)
@@ -157,9 +179,11 @@ def test_first_election_requester_wins_even_if_others_rank_higher() -> None:
     state = ControllerState()
     mgr = ReplicasInfoManager(state)
     for i in (1, 2):
-        run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(CLUSTER, GROUP, i, code(i))))
+        run(state, mgr.apply_broker_id(ApplyBrokerIdRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, applied_broker_id=i,
+            register_check_code=code(i))))
     r = run(state, mgr.elect_master(
-        ElectMasterRequestHeader(CLUSTER, GROUP, 2),
+        ElectMasterRequestHeader(cluster_name=CLUSTER, broker_name=GROUP, broker_id=2),
         alive(1, 2, a=Candidate(1, epoch=9, max_offset=9)),
     ))
     assert r.ok and sync_of(state).master_broker_id == 2
@@ -239,7 +263,8 @@ def test_no_eligible_replica_clears_master_then_returning_member_wins() -> None:
     assert r.code == Code.CONTROLLER_MASTER_NOT_AVAILABLE and not r.events
     assert mgr.needs_election(GROUP, alive(3)) is False
     # a broker asking for itself outside the SyncStateSet fails without an event
-    r = mgr.elect_master(ElectMasterRequestHeader(CLUSTER, GROUP, 3), alive(3))
+    r = mgr.elect_master(ElectMasterRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, broker_id=3), alive(3))
     assert r.code == Code.CONTROLLER_ELECT_MASTER_FAILED and not r.events
     # the last SyncStateSet member to return becomes master
     assert mgr.needs_election(GROUP, alive(2, 3)) is True
@@ -270,30 +295,37 @@ def test_admin_named_election() -> None:
     state, mgr = group_with(3)
     epoch = sync_of(state).master_epoch
     r = run(state, mgr.elect_master(
-        ElectMasterRequestHeader(CLUSTER, GROUP, 3, designate_elect=True), alive(1, 2, 3)
+        ElectMasterRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=3, designate_elect=True),
+            alive(1, 2, 3)
     ))
     assert r.ok
     s = sync_of(state)
     assert s.master_broker_id == 3 and s.master_epoch == epoch + 1
     # naming the current master changes nothing
     r = mgr.elect_master(
-        ElectMasterRequestHeader(CLUSTER, GROUP, 3, designate_elect=True), alive(1, 2, 3)
+        ElectMasterRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=3, designate_elect=True),
+            alive(1, 2, 3)
     )
     assert r.code == Code.CONTROLLER_MASTER_STILL_EXIST
     # naming a dead broker, or one outside the SyncStateSet, fails
     r = mgr.elect_master(
-        ElectMasterRequestHeader(CLUSTER, GROUP, 1, designate_elect=True), alive(2, 3)
+        ElectMasterRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=1, designate_elect=True), alive(2, 3)
     )
     assert r.code == Code.CONTROLLER_ELECT_MASTER_FAILED
     r = mgr.elect_master(
-        ElectMasterRequestHeader(CLUSTER, GROUP, 9, designate_elect=True), alive(2, 3)
+        ElectMasterRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_id=9, designate_elect=True), alive(2, 3)
     )
     assert r.code == Code.CONTROLLER_ELECT_MASTER_FAILED
 
 
 def test_elect_unknown_group() -> None:
     mgr = ReplicasInfoManager(ControllerState())
-    r = mgr.elect_master(ElectMasterRequestHeader(CLUSTER, "nope", None), alive())
+    r = mgr.elect_master(ElectMasterRequestHeader(
+        cluster_name=CLUSTER, broker_name="nope", broker_id=None), alive())
     assert r.code == Code.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
 
 
@@ -313,7 +345,9 @@ def alter(
     s = state.sync_state(GROUP)
     assert s is not None
     return mgr.alter_sync_state_set(
-        AlterSyncStateSetRequestHeader(GROUP, master, s.master_epoch if epoch is None else epoch),
+        AlterSyncStateSetRequestHeader(
+            broker_name=GROUP, master_broker_id=master,
+            master_epoch=s.master_epoch if epoch is None else epoch),
         SyncStateSetBody(set(members), s.sync_state_set_epoch if sse is None else sse),
         liveness or alive(1, 2, 3),
     )
@@ -370,7 +404,9 @@ def test_alter_precheck_master_missing() -> None:
 def test_alter_unknown_group() -> None:
     mgr = ReplicasInfoManager(ControllerState())
     r = mgr.alter_sync_state_set(
-        AlterSyncStateSetRequestHeader("nope", 1, 1), SyncStateSetBody({1}, 1), alive()
+        AlterSyncStateSetRequestHeader(
+            broker_name="nope", master_broker_id=1, master_epoch=1), SyncStateSetBody({1}, 1),
+            alive()
     )
     assert r.code == Code.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
 
@@ -389,11 +425,11 @@ def test_alter_after_reelection_is_fenced() -> None:
 
 def test_get_replica_info() -> None:
     _state, mgr = group_with(2)
-    r = mgr.get_replica_info(GetReplicaInfoRequestHeader(GROUP))
+    r = mgr.get_replica_info(GetReplicaInfoRequestHeader(broker_name=GROUP))
     h = r.header
     assert isinstance(h, GetReplicaInfoResponseHeader)
     assert (h.master_broker_id, h.master_address, h.master_epoch) == (1, addr(1), 1)
-    r = mgr.get_replica_info(GetReplicaInfoRequestHeader("nope"))
+    r = mgr.get_replica_info(GetReplicaInfoRequestHeader(broker_name="nope"))
     assert r.code == Code.CONTROLLER_BROKER_METADATA_NOT_EXIST
 
 
@@ -413,10 +449,13 @@ def test_sync_state_data_marks_alive_and_in_sync() -> None:
 def test_clean_broker_data() -> None:
     state, mgr = group_with(3, in_sync={1, 2})
     # alive brokers are protected unless isCleanLivingBroker
-    r = mgr.clean_broker_data(CleanControllerBrokerDataRequestHeader(CLUSTER, GROUP, "2"), alive(2))
+    r = mgr.clean_broker_data(CleanControllerBrokerDataRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, broker_controller_ids_to_clean="2"), alive(2))
     assert r.code == Code.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
     r = run(state, mgr.clean_broker_data(
-        CleanControllerBrokerDataRequestHeader(CLUSTER, GROUP, "2", True), alive(2)
+        CleanControllerBrokerDataRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_controller_ids_to_clean="2",
+            is_clean_living_broker=True), alive(2)
     ))
     assert r.ok
     info = state.replica(GROUP)
@@ -424,10 +463,12 @@ def test_clean_broker_data() -> None:
     assert sync_of(state).sync_state_set == {1}
     # the whole group
     r = run(state, mgr.clean_broker_data(
-        CleanControllerBrokerDataRequestHeader(CLUSTER, GROUP, None), alive()
+        CleanControllerBrokerDataRequestHeader(
+            cluster_name=CLUSTER, broker_name=GROUP, broker_controller_ids_to_clean=None), alive()
     ))
     assert r.ok and not state.contains(GROUP)
-    r = mgr.clean_broker_data(CleanControllerBrokerDataRequestHeader(CLUSTER, GROUP, None), alive())
+    r = mgr.clean_broker_data(CleanControllerBrokerDataRequestHeader(
+        cluster_name=CLUSTER, broker_name=GROUP, broker_controller_ids_to_clean=None), alive())
     assert r.code == Code.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
 
 
@@ -443,6 +484,6 @@ def test_snapshot_round_trip() -> None:
     assert other == state
     # the restored state keeps validating the same way
     r = ReplicasInfoManager(restored).get_next_broker_id(
-        GetNextBrokerIdRequestHeader(CLUSTER, GROUP)
+        GetNextBrokerIdRequestHeader(cluster_name=CLUSTER, broker_name=GROUP)
     )
     assert isinstance(r.header, GetNextBrokerIdResponseHeader) and r.header.next_broker_id == 4

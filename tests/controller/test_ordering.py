@@ -64,20 +64,25 @@ async def test_concurrent_claims_on_one_id_cannot_both_win(tmp_path: Path) -> No
         def claim(code: str) -> Any:
             return rpc.invoke(svc.self_addr, request(
                 RequestCode.CONTROLLER_APPLY_BROKER_ID,
-                ApplyBrokerIdRequestHeader("c", "g", 1, f"a:{code};{code}"),
+                ApplyBrokerIdRequestHeader(
+                    cluster_name="c", broker_name="g", applied_broker_id=1,
+                    register_check_code=f"a:{code};{code}"),
             ))
 
         gate = consensus[0].gate
         gate.set()  # let the new term's readiness barrier through
         await rpc.invoke(svc.self_addr, request(
-            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader("c", "g")
+            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(
+                cluster_name="c", broker_name="g")
         ))
         gate.clear()
         first = asyncio.ensure_future(claim("one"))
         second = asyncio.ensure_future(claim("two"))
         other_group = asyncio.ensure_future(rpc.invoke(svc.self_addr, request(
             RequestCode.CONTROLLER_APPLY_BROKER_ID,
-            ApplyBrokerIdRequestHeader("c", "h", 1, "a:x;x"),
+            ApplyBrokerIdRequestHeader(
+                cluster_name="c", broker_name="h", applied_broker_id=1,
+                register_check_code="a:x;x"),
         )))
         # one proposal per group is in flight; the second claim on "g" waits for the first
         async with asyncio.timeout(5):
@@ -90,7 +95,8 @@ async def test_concurrent_claims_on_one_id_cannot_both_win(tmp_path: Path) -> No
         assert codes == [Code.SUCCESS, Code.CONTROLLER_BROKER_ID_INVALID]
         assert (await other_group).code == Code.SUCCESS
         nxt = await rpc.invoke(svc.self_addr, request(
-            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader("c", "g")
+            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(
+                cluster_name="c", broker_name="g")
         ))
         assert nxt.ext_fields["nextBrokerId"] == "2"
     finally:

@@ -18,8 +18,6 @@ from mqcluster.namesrv.protocol import (
     TopicRouteData,
     decode_register_broker,
     encode_register_broker,
-    header_fields,
-    parse_header,
 )
 from mqcluster.wire.frame import FrameDecoder, FrameError, RemotingCommand, encode_frame
 
@@ -52,14 +50,11 @@ def test_register_broker_roundtrip_over_frames() -> None:
 
 def test_header_missing_field_names_it() -> None:
     with pytest.raises(FrameError, match="brokerAddr"):
-        parse_header(
-            RegisterBrokerRequestHeader, {"brokerName": "a", "clusterName": "c", "brokerId": "0"}
-        )
+        RegisterBrokerRequestHeader.from_ext(
+            {"brokerName": "a", "clusterName": "c", "brokerId": "0"})
     with pytest.raises(FrameError, match="brokerId"):
-        parse_header(
-            RegisterBrokerRequestHeader,
-            {"brokerName": "a", "clusterName": "c", "brokerAddr": "x:1", "brokerId": "zero"},
-        )
+        RegisterBrokerRequestHeader.from_ext(
+            {"brokerName": "a", "clusterName": "c", "brokerAddr": "x:1", "brokerId": "zero"})
 
 
 def test_route_and_cluster_json_use_rocketmq_names() -> None:
@@ -83,4 +78,4 @@ def test_update_topic_header() -> None:
     parsed = decode_update_topic(cmd)
     assert parsed == header
     assert parsed.to_topic_config().topicName == "T"
-    assert header_fields(parsed) == cmd.ext_fields
+    assert parsed.to_ext() == cmd.ext_fields

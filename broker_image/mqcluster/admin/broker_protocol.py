@@ -11,12 +11,10 @@ from enum import IntEnum
 
 from mqcluster.namesrv.protocol import (
     DEFAULT_PERM,
-    Model,
     TopicConfig,
-    header_fields,
-    parse_header,
 )
 from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.header import Header
 
 
 class BrokerRequestCode(IntEnum):
@@ -26,7 +24,7 @@ class BrokerRequestCode(IntEnum):
     DELETE_TOPIC_IN_BROKER = 215
 
 
-class CreateTopicRequestHeader(Model):
+class CreateTopicRequestHeader(Header):
     """Header of UPDATE_AND_CREATE_TOPIC; creates the topic or replaces its config."""
 
     topic: str
@@ -51,14 +49,14 @@ class CreateTopicRequestHeader(Model):
         )
 
 
-class DeleteTopicRequestHeader(Model):
+class DeleteTopicRequestHeader(Header):
     topic: str
 
 
 def encode_update_topic(header: CreateTopicRequestHeader) -> RemotingCommand:
-    return RemotingCommand.request(BrokerRequestCode.UPDATE_AND_CREATE_TOPIC, header_fields(header))
+    return RemotingCommand.request(BrokerRequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
 
 
 def decode_update_topic(cmd: RemotingCommand) -> CreateTopicRequestHeader:
     """Parse the header on the broker side; a bad field raises FrameError naming it."""
-    return parse_header(CreateTopicRequestHeader, cmd.ext_fields)
+    return CreateTopicRequestHeader.from_ext(cmd.ext_fields)

@@ -1,7 +1,7 @@
 """Broker request/response codes and headers, as RocketMQ's remoting names them.
 
-Headers are ``extFields``; parse with :func:`parse_header` (a bad field raises
-FrameError naming it, answered with INVALID_REQUEST). Topic admin headers
+Headers are ``extFields`` (:mod:`mqcluster.wire.header`: a bad field raises
+HeaderError naming it, answered with INVALID_REQUEST). Topic admin headers
 (UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER) are in
 :mod:`mqcluster.admin.broker_protocol`, shared with mqadmin.
 """
@@ -12,7 +12,8 @@ from enum import IntEnum
 
 from pydantic import Field
 
-from mqcluster.namesrv.protocol import Model, header_fields, parse_header
+from mqcluster.namesrv.protocol import Model
+from mqcluster.wire.header import Header
 
 __all__ = [
     "BrokerResponseCode",
@@ -26,8 +27,6 @@ __all__ = [
     "SendMessageResponseHeader",
     "SubscriptionGroupConfig",
     "UpdateConsumerOffsetRequestHeader",
-    "header_fields",
-    "parse_header",
     "v2_to_v1",
 ]
 
@@ -71,7 +70,7 @@ class BrokerResponseCode(IntEnum):
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
 
 
-class SendMessageRequestHeader(Model):
+class SendMessageRequestHeader(Header):
     producerGroup: str = "DEFAULT_PRODUCER"
     topic: str = Field(min_length=1, max_length=127)
     defaultTopic: str = "TBW102"
@@ -116,7 +115,7 @@ def v1_to_v2(ext: dict[str, str]) -> dict[str, str]:
     return {_V1_NAMES.get(k, k): v for k, v in ext.items()}
 
 
-class SendMessageResponseHeader(Model):
+class SendMessageResponseHeader(Header):
     """``msgId`` is the broker's offset message id; a batch's are comma separated, in order."""
 
     msgId: str
@@ -126,7 +125,7 @@ class SendMessageResponseHeader(Model):
     batchUniqId: str | None = None
 
 
-class PullMessageRequestHeader(Model):
+class PullMessageRequestHeader(Header):
     consumerGroup: str = Field(min_length=1)
     topic: str = Field(min_length=1)
     queueId: int = Field(ge=0)
@@ -140,41 +139,41 @@ class PullMessageRequestHeader(Model):
     expressionType: str = "TAG"
 
 
-class PullMessageResponseHeader(Model):
+class PullMessageResponseHeader(Header):
     suggestWhichBrokerId: int = 0
     nextBeginOffset: int
     minOffset: int
     maxOffset: int
 
 
-class QueryConsumerOffsetRequestHeader(Model):
+class QueryConsumerOffsetRequestHeader(Header):
     consumerGroup: str = Field(min_length=1)
     topic: str = Field(min_length=1)
     queueId: int = Field(ge=0)
     setZeroIfNotFound: bool = False
 
 
-class UpdateConsumerOffsetRequestHeader(Model):
+class UpdateConsumerOffsetRequestHeader(Header):
     consumerGroup: str = Field(min_length=1)
     topic: str = Field(min_length=1)
     queueId: int = Field(ge=0)
     commitOffset: int = Field(ge=0)
 
 
-class GetMaxOffsetRequestHeader(Model):
+class GetMaxOffsetRequestHeader(Header):
     """Header of GET_MAX_OFFSET and GET_MIN_OFFSET."""
 
     topic: str = Field(min_length=1)
     queueId: int = Field(ge=0)
 
 
-class SearchOffsetRequestHeader(Model):
+class SearchOffsetRequestHeader(Header):
     topic: str = Field(min_length=1)
     queueId: int = Field(ge=0)
     timestamp: int
 
 
-class OffsetResponseHeader(Model):
+class OffsetResponseHeader(Header):
     offset: int
 
 
@@ -193,5 +192,5 @@ class SubscriptionGroupConfig(Model):
     notifyConsumerIdsChangedEnable: bool = True
 
 
-class DeleteSubscriptionGroupRequestHeader(Model):
+class DeleteSubscriptionGroupRequestHeader(Header):
     groupName: str = Field(min_length=1)

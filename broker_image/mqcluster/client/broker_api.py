@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 from mqcluster.admin.broker_protocol import CreateTopicRequestHeader, DeleteTopicRequestHeader
 from mqcluster.broker.protocol import (
     BrokerResponseCode,
@@ -24,8 +22,6 @@ from mqcluster.broker.protocol import (
     SendMessageResponseHeader,
     SubscriptionGroupConfig,
     UpdateConsumerOffsetRequestHeader,
-    header_fields,
-    parse_header,
 )
 from mqcluster.broker.remoting_codec import (
     CodecError,
@@ -39,6 +35,7 @@ from mqcluster.client.message import PullResult, PullStatus
 from mqcluster.client.send_header import send_header_v1, send_header_v2, send_response
 from mqcluster.namesrv.protocol import TopicConfig, TopicConfigSerializeWrapper
 from mqcluster.wire.frame import FrameError, RemotingCommand
+from mqcluster.wire.header import Header
 from mqcluster.wire.rpc import RpcClient, RpcError
 
 DEFAULT_TIMEOUT = 5.0
@@ -162,7 +159,7 @@ class BrokerApi:
         self, addr: str, header: PullMessageRequestHeader, *, timeout: float | None = None
     ) -> PullResult:
         wait = header.suspendTimeoutMillis / 1000.0
-        cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, header_fields(header))
+        cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
         resp = await self.call(
             addr, cmd, ok=tuple(_PULL_STATUS), timeout=timeout or self.timeout + wait
         )
@@ -182,7 +179,7 @@ class BrokerApi:
         header = QueryConsumerOffsetRequestHeader(
             consumerGroup=group, topic=topic, queueId=queue_id
         )
-        cmd = RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header_fields(header))
+        cmd = RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
         ok = (BrokerResponseCode.SUCCESS, BrokerResponseCode.QUERY_NOT_FOUND)
         resp = await self.call(addr, cmd, ok=ok)
         if resp.code == BrokerResponseCode.QUERY_NOT_FOUND:
@@ -195,7 +192,7 @@ class BrokerApi:
         header = UpdateConsumerOffsetRequestHeader(
             consumerGroup=group, topic=topic, queueId=queue_id, commitOffset=offset
         )
-        cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header_fields(header))
+        cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
         await self.call(addr, cmd)
 
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
@@ -206,23 +203,23 @@ class BrokerApi:
 
     async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
         header = SearchOffsetRequestHeader(topic=topic, queueId=queue_id, timestamp=timestamp_ms)
-        cmd = RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header_fields(header))
+        cmd = RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext())
         return _int_field(await self.call(addr, cmd), "offset")
 
     async def _offset(self, addr: str, code: RequestCode, topic: str, queue_id: int) -> int:
         header = GetMaxOffsetRequestHeader(topic=topic, queueId=queue_id)
-        cmd = RemotingCommand.request(code, header_fields(header))
+        cmd = RemotingCommand.request(code, header.to_ext())
         return _int_field(await self.call(addr, cmd), "offset")
 
     # ---------------------------------------------------------------- admin
 
     async def create_topic(self, addr: str, header: CreateTopicRequestHeader) -> None:
-        cmd = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header_fields(header))
+        cmd = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
         await self.call(addr, cmd)
 
     async def delete_topic(self, addr: str, topic: str) -> None:
         header = DeleteTopicRequestHeader(topic=topic)
-        cmd = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, header_fields(header))
+        cmd = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext())
         await self.call(addr, cmd)
 
     async def get_all_topic_config(self, addr: str) -> dict[str, TopicConfig]:
@@ -248,12 +245,12 @@ class BrokerApi:
         return {str(k): str(v) for k, v in table.items()}
 
 
-H = TypeVar("H", bound=BaseModel)
+H = TypeVar("H", bound=Header)
 
 
 def _parse(model: type[H], resp: RemotingCommand) -> H:
     try:
-        return parse_header(model, resp.ext_fields)
+        return model.from_ext(resp.ext_fields)
     except FrameError as exc:
         raise ClientError(str(exc)) from exc
 

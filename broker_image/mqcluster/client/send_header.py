@@ -1,13 +1,13 @@
 """Headers of the send requests, built without pydantic, and their response.
 
-The fields and spellings are exactly what ``header_fields(SendMessageRequestHeader(...))``
+The fields and spellings are exactly what ``SendMessageRequestHeader(...).to_ext()``
 gives (V1 names) or ``v1_to_v2`` of it (SEND_MESSAGE_V2's one-letter names); building
 them by hand keeps the per-request cost of the hot path low.
 """
 
 from __future__ import annotations
 
-from mqcluster.broker.protocol import SendMessageResponseHeader, parse_header
+from mqcluster.broker.protocol import SendMessageResponseHeader
 from mqcluster.client.errors import ClientError
 from mqcluster.wire.frame import FrameError, RemotingCommand
 
@@ -70,6 +70,6 @@ def send_header_v2(
 def send_response(addr: str, resp: RemotingCommand) -> SendMessageResponseHeader:
     """The SEND_MESSAGE response header; a missing or bad field raises ClientError."""
     try:
-        return parse_header(SendMessageResponseHeader, resp.ext_fields)
+        return SendMessageResponseHeader.from_ext(resp.ext_fields)
     except FrameError as exc:
         raise ClientError(f"bad send response from {addr}: {exc}") from exc

@@ -225,7 +225,7 @@ class ControllerClient:
         resp = await self._call(
             lambda: request(
                 RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
-                GetNextBrokerIdRequestHeader(cluster, broker_name),
+                GetNextBrokerIdRequestHeader(cluster_name=cluster, broker_name=broker_name),
             )
         )
         return GetNextBrokerIdResponseHeader.from_command(resp).next_broker_id
@@ -236,7 +236,9 @@ class ControllerClient:
         await self._call(
             lambda: request(
                 RequestCode.CONTROLLER_APPLY_BROKER_ID,
-                ApplyBrokerIdRequestHeader(cluster, broker_name, broker_id, register_check_code),
+                ApplyBrokerIdRequestHeader(
+                    cluster_name=cluster, broker_name=broker_name, applied_broker_id=broker_id,
+                    register_check_code=register_check_code),
             )
         )
 
@@ -247,8 +249,8 @@ class ControllerClient:
             lambda: request(
                 RequestCode.CONTROLLER_REGISTER_BROKER,
                 RegisterBrokerToControllerRequestHeader(
-                    cluster, broker_name, broker_id, broker_addr, _now_ms()
-                ),
+                    cluster_name=cluster, broker_name=broker_name, broker_id=broker_id,
+                    broker_address=broker_addr, invoke_time=_now_ms()),
             )
         )
         h = RegisterBrokerToControllerResponseHeader.from_command(resp)
@@ -264,7 +266,8 @@ class ControllerClient:
     async def get_replica_info(self, broker_name: str) -> ReplicaInfo:
         resp = await self._call(
             lambda: request(
-                RequestCode.CONTROLLER_GET_REPLICA_INFO, GetReplicaInfoRequestHeader(broker_name)
+                RequestCode.CONTROLLER_GET_REPLICA_INFO, GetReplicaInfoRequestHeader(
+                    broker_name=broker_name)
             )
         )
         h = GetReplicaInfoResponseHeader.from_command(resp)
@@ -291,8 +294,8 @@ class ControllerClient:
             lambda: request(
                 RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
                 AlterSyncStateSetRequestHeader(
-                    broker_name, master_broker_id, master_epoch, _now_ms()
-                ),
+                    broker_name=broker_name, master_broker_id=master_broker_id,
+                    master_epoch=master_epoch, invoke_time=_now_ms()),
                 body,
             )
         )
@@ -315,7 +318,9 @@ class ControllerClient:
         resp = await self._call(
             lambda: request(
                 RequestCode.CONTROLLER_ELECT_MASTER,
-                ElectMasterRequestHeader(cluster, broker_name, broker_id, designate, _now_ms()),
+                ElectMasterRequestHeader(
+                    cluster_name=cluster, broker_name=broker_name, broker_id=broker_id,
+                    designate_elect=designate, invoke_time=_now_ms()),
             )
         )
         body = ElectMasterResponseBody.decode(resp.body) if resp.body else None
@@ -344,8 +349,9 @@ class ControllerClient:
             lambda: request(
                 RequestCode.CLEAN_BROKER_DATA,
                 CleanControllerBrokerDataRequestHeader(
-                    cluster, broker_name, ids, clean_living_broker, _now_ms()
-                ),
+                    cluster_name=cluster, broker_name=broker_name,
+                    broker_controller_ids_to_clean=ids, is_clean_living_broker=clean_living_broker,
+                    invoke_time=_now_ms()),
             )
         )
 

@@ -38,7 +38,6 @@ from mqcluster.controller.protocol import (
     GetNextBrokerIdResponseHeader,
     GetReplicaInfoRequestHeader,
     GetReplicaInfoResponseHeader,
-    Header,
     RegisterBrokerToControllerRequestHeader,
     RegisterBrokerToControllerResponseHeader,
     ReplicaIdentity,
@@ -53,6 +52,7 @@ from mqcluster.controller.statemachine import (
     SyncStateInfo,
     identity_of_check_code,
 )
+from mqcluster.wire.header import CamelHeader
 
 
 class Liveness(Protocol):
@@ -65,7 +65,7 @@ class Liveness(Protocol):
 class ControllerResult:
     code: int = Code.SUCCESS
     remark: str | None = None
-    header: Header | None = None
+    header: CamelHeader | None = None
     body: bytes = b""
     events: list[Event] = field(default_factory=list)
 
@@ -102,7 +102,8 @@ class ReplicasInfoManager:
         info = self.state.replica(h.broker_name)
         next_id = info.next_assign_broker_id if info else FIRST_BROKER_CONTROLLER_ID
         return ControllerResult(
-            header=GetNextBrokerIdResponseHeader(h.cluster_name, h.broker_name, next_id)
+            header=GetNextBrokerIdResponseHeader(
+                cluster_name=h.cluster_name, broker_name=h.broker_name, next_broker_id=next_id)
         )
 
     def apply_broker_id(self, h: ApplyBrokerIdRequestHeader) -> ControllerResult:
@@ -111,7 +112,8 @@ class ReplicasInfoManager:
         Idempotent for the same code (a restarted broker re-applies, possibly from
         a new address); refused when another code already holds the id.
         """
-        result = ControllerResult(header=ApplyBrokerIdResponseHeader(h.cluster_name, h.broker_name))
+        result = ControllerResult(header=ApplyBrokerIdResponseHeader(
+            cluster_name=h.cluster_name, broker_name=h.broker_name))
         address = h.register_check_code.split(";", 1)[0]
         if h.applied_broker_id < FIRST_BROKER_CONTROLLER_ID:
             return result.fail(
@@ -166,7 +168,8 @@ class ReplicasInfoManager:
                 Code.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                 f"broker id {h.broker_id} has not been registered in broker-set {h.broker_name}",
             )
-        header = RegisterBrokerToControllerResponseHeader(h.cluster_name, h.broker_name)
+        header = RegisterBrokerToControllerResponseHeader(
+            cluster_name=h.cluster_name, broker_name=h.broker_name)
         master = sync.master_broker_id
         if master is not None and (master == h.broker_id or alive.is_alive(h.broker_name, master)):
             header.master_broker_id = master
@@ -216,9 +219,9 @@ class ReplicasInfoManager:
             )
         if new_master is not None and new_master == old_master:
             header = ElectMasterResponseHeader(
-                old_master, info.address_of(old_master), sync.master_epoch,
-                sync.sync_state_set_epoch,
-            )
+                master_broker_id=old_master, master_address=info.address_of(old_master),
+                master_epoch=sync.master_epoch,
+                sync_state_set_epoch=sync.sync_state_set_epoch)
             return ControllerResult(
                 header=header,
                 body=ElectMasterResponseBody(
@@ -231,17 +234,18 @@ class ReplicasInfoManager:
             )
         if new_master is not None:
             header = ElectMasterResponseHeader(
-                new_master,
-                info.address_of(new_master),
-                sync.master_epoch + 1,
-                sync.sync_state_set_epoch + 1,
-            )
+                master_broker_id=new_master,
+                master_address=info.address_of(new_master),
+                master_epoch=sync.master_epoch + 1,
+                sync_state_set_epoch=sync.sync_state_set_epoch + 1)
             return ControllerResult(
                 header=header,
                 body=ElectMasterResponseBody(_member_group(info), {new_master}).encode(),
                 events=[ElectMasterEvent(h.broker_name, new_master)],
             )
-        header = ElectMasterResponseHeader(None, None, sync.master_epoch, sync.sync_state_set_epoch)
+        header = ElectMasterResponseHeader(
+            master_broker_id=None, master_address=None, master_epoch=sync.master_epoch,
+            sync_state_set_epoch=sync.sync_state_set_epoch)
         if h.broker_id is None:
             if old_master is None and not sync.is_first_time_for_elect():
                 return ControllerResult(header=header).fail(
@@ -281,7 +285,8 @@ class ReplicasInfoManager:
     def alter_sync_state_set(
         self, h: AlterSyncStateSetRequestHeader, body: SyncStateSetBody, alive: Liveness
     ) -> ControllerResult:
-        result = ControllerResult(header=AlterSyncStateSetResponseHeader(0))
+        result = ControllerResult(header=AlterSyncStateSetResponseHeader(
+            new_sync_state_set_epoch=0))
         group = self._group(h.broker_name)
         if group is None:
             return result.fail(
@@ -332,7 +337,7 @@ class ReplicasInfoManager:
                 f"the master {sync.master_broker_id}",
             )
         epoch = sync.sync_state_set_epoch + 1
-        result.header = AlterSyncStateSetResponseHeader(epoch)
+        result.header = AlterSyncStateSetResponseHeader(new_sync_state_set_epoch=epoch)
         result.body = SyncStateSetBody(new_set, epoch).encode()
         result.events.append(AlterSyncStateSetEvent(h.broker_name, frozenset(new_set)))
         return result
@@ -349,8 +354,9 @@ class ReplicasInfoManager:
         info, sync = group
         return ControllerResult(
             header=GetReplicaInfoResponseHeader(
-                sync.master_broker_id, info.address_of(sync.master_broker_id), sync.master_epoch
-            ),
+                master_broker_id=sync.master_broker_id,
+                master_address=info.address_of(sync.master_broker_id),
+                master_epoch=sync.master_epoch),
             body=SyncStateSetBody(set(sync.sync_state_set), sync.sync_state_set_epoch).encode(),
         )
 

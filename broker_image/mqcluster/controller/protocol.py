@@ -1,26 +1,23 @@
 """Controller wire protocol (RIP-44, RocketMQ 5.1.1+): request and response codes,
 typed request/response headers (``extFields``) and JSON bodies.
 
-Headers are dataclasses with snake_case attributes; on the wire each field is
-the camelCase name RocketMQ uses (``master_broker_id`` <-> ``masterBrokerId``).
-Integers travel as decimal strings and booleans as ``true``/``false``, as
-RocketMQ's ``CommandCustomHeader`` encoding does. Decoding a header with a
-missing required field or a value of the wrong type raises ProtocolError
-(a ValueError) naming the field.
+Headers use the one header codec (:mod:`mqcluster.wire.header`) with snake_case
+attributes; on the wire each field is the camelCase name RocketMQ uses
+(``master_broker_id`` <-> ``masterBrokerId``). A header with a missing required field
+or a value of the wrong type raises HeaderError naming the field; a malformed body
+raises ProtocolError (a ValueError).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any
 
 from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.header import CamelHeader
 
 
 class RequestCode(IntEnum):
@@ -111,108 +108,8 @@ class ProtocolError(ValueError):
 
 # --------------------------------------------------------------------------- headers
 
-_SNAKE_RE = re.compile(r"_([a-z0-9])")
 
-
-def _camel(name: str) -> str:
-    return _SNAKE_RE.sub(lambda m: m.group(1).upper(), name)
-
-
-def _base_type(tp: Any) -> tuple[type, bool]:
-    """(scalar type, optional?) for ``int``, ``int | None``, ``Optional[int]``..."""
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return args[0], True
-    return tp, False
-
-
-def _encode_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _decode_value(name: str, raw: str, tp: type) -> Any:
-    if tp is bool:
-        low = raw.strip().lower()
-        if low in ("true", "1"):
-            return True
-        if low in ("false", "0"):
-            return False
-        raise ProtocolError(f"header field {name!r} must be true or false, got {raw!r}")
-    if tp is int:
-        try:
-            return int(raw.strip())
-        except ValueError:
-            raise ProtocolError(f"header field {name!r} must be an integer, got {raw!r}") from None
-    return raw
-
-
-H = TypeVar("H", bound="Header")
-
-
-@dataclass(frozen=True)
-class _FieldSpec:
-    name: str
-    wire: str
-    tp: type
-    optional: bool
-    has_default: bool
-
-
-class Header:
-    """Base of typed headers: ``to_ext()`` and ``from_ext()`` / ``from_command()``."""
-
-    _specs_cache: ClassVar[dict[type, tuple[_FieldSpec, ...]]] = {}
-
-    @classmethod
-    def _specs(cls) -> tuple[_FieldSpec, ...]:
-        specs = Header._specs_cache.get(cls)
-        if specs is None:
-            hints = typing.get_type_hints(cls)
-            built = []
-            for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-                tp, optional = _base_type(hints[f.name])
-                has_default = (
-                    f.default is not dataclasses.MISSING
-                    or f.default_factory is not dataclasses.MISSING
-                )
-                built.append(_FieldSpec(f.name, _camel(f.name), tp, optional, has_default))
-            specs = tuple(built)
-            Header._specs_cache[cls] = specs
-        return specs
-
-    def to_ext(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for spec in self._specs():
-            value = getattr(self, spec.name)
-            if value is not None:
-                out[spec.wire] = _encode_value(value)
-        return out
-
-    @classmethod
-    def from_ext(cls: type[H], ext: dict[str, str]) -> H:
-        kwargs: dict[str, Any] = {}
-        for spec in cls._specs():
-            raw = ext.get(spec.wire)
-            if raw is None or (raw == "" and spec.tp is not str):
-                if spec.has_default:
-                    continue
-                if spec.optional:
-                    kwargs[spec.name] = None
-                    continue
-                raise ProtocolError(f"header field {spec.wire!r} is required")
-            kwargs[spec.name] = _decode_value(spec.wire, raw, spec.tp)
-        return cls(**kwargs)
-
-    @classmethod
-    def from_command(cls: type[H], cmd: RemotingCommand) -> H:
-        return cls.from_ext(cmd.ext_fields)
-
-
-@dataclass
-class BrokerHeartbeatRequestHeader(Header):
+class BrokerHeartbeatRequestHeader(CamelHeader):
     cluster_name: str
     broker_addr: str
     broker_name: str
@@ -224,21 +121,18 @@ class BrokerHeartbeatRequestHeader(Header):
     election_priority: int | None = None
 
 
-@dataclass
-class GetNextBrokerIdRequestHeader(Header):
+class GetNextBrokerIdRequestHeader(CamelHeader):
     cluster_name: str
     broker_name: str
 
 
-@dataclass
-class GetNextBrokerIdResponseHeader(Header):
+class GetNextBrokerIdResponseHeader(CamelHeader):
     cluster_name: str
     broker_name: str
     next_broker_id: int
 
 
-@dataclass
-class ApplyBrokerIdRequestHeader(Header):
+class ApplyBrokerIdRequestHeader(CamelHeader):
     cluster_name: str
     broker_name: str
     applied_broker_id: int
@@ -246,14 +140,12 @@ class ApplyBrokerIdRequestHeader(Header):
     """``brokerAddress;code``: the address before ``;`` is recorded for the id."""
 
 
-@dataclass
-class ApplyBrokerIdResponseHeader(Header):
+class ApplyBrokerIdResponseHeader(CamelHeader):
     cluster_name: str
     broker_name: str
 
 
-@dataclass
-class RegisterBrokerToControllerRequestHeader(Header):
+class RegisterBrokerToControllerRequestHeader(CamelHeader):
     cluster_name: str
     broker_name: str
     broker_id: int
@@ -261,8 +153,7 @@ class RegisterBrokerToControllerRequestHeader(Header):
     invoke_time: int | None = None
 
 
-@dataclass
-class RegisterBrokerToControllerResponseHeader(Header):
+class RegisterBrokerToControllerResponseHeader(CamelHeader):
     cluster_name: str
     broker_name: str
     master_broker_id: int | None = None
@@ -271,21 +162,18 @@ class RegisterBrokerToControllerResponseHeader(Header):
     sync_state_set_epoch: int | None = None
 
 
-@dataclass
-class AlterSyncStateSetRequestHeader(Header):
+class AlterSyncStateSetRequestHeader(CamelHeader):
     broker_name: str
     master_broker_id: int
     master_epoch: int
     invoke_time: int | None = None
 
 
-@dataclass
-class AlterSyncStateSetResponseHeader(Header):
+class AlterSyncStateSetResponseHeader(CamelHeader):
     new_sync_state_set_epoch: int
 
 
-@dataclass
-class ElectMasterRequestHeader(Header):
+class ElectMasterRequestHeader(CamelHeader):
     cluster_name: str
     broker_name: str
     broker_id: int | None = None
@@ -294,31 +182,27 @@ class ElectMasterRequestHeader(Header):
     invoke_time: int | None = None
 
 
-@dataclass
-class ElectMasterResponseHeader(Header):
+class ElectMasterResponseHeader(CamelHeader):
     master_broker_id: int | None = None
     master_address: str | None = None
     master_epoch: int | None = None
     sync_state_set_epoch: int | None = None
 
 
-@dataclass
-class GetReplicaInfoRequestHeader(Header):
+class GetReplicaInfoRequestHeader(CamelHeader):
     broker_name: str
 
 
-@dataclass
-class GetReplicaInfoResponseHeader(Header):
+class GetReplicaInfoResponseHeader(CamelHeader):
     master_broker_id: int | None = None
     master_address: str | None = None
     master_epoch: int | None = None
 
 
-@dataclass
-class GetMetaDataResponseHeader(Header):
+class GetMetaDataResponseHeader(CamelHeader):
     group: str
-    controller_leader_id: str | None
-    controller_leader_address: str | None
+    controller_leader_id: str | None = None
+    controller_leader_address: str | None = None
     is_leader: bool
     peers: str
     """``n0-host:port;n1-host:port``, as controllerDLegerPeers."""
@@ -327,9 +211,8 @@ class GetMetaDataResponseHeader(Header):
     self_address: str = ""
 
 
-@dataclass
-class CleanControllerBrokerDataRequestHeader(Header):
-    cluster_name: str | None
+class CleanControllerBrokerDataRequestHeader(CamelHeader):
+    cluster_name: str | None = None
     broker_name: str
     broker_controller_ids_to_clean: str | None = None
     """Ids joined by ``;``; empty or absent means every broker of the group."""
@@ -337,16 +220,14 @@ class CleanControllerBrokerDataRequestHeader(Header):
     invoke_time: int | None = None
 
 
-@dataclass
-class NotifyBrokerRoleChangedRequestHeader(Header):
-    master_address: str | None
+class NotifyBrokerRoleChangedRequestHeader(CamelHeader):
+    master_address: str | None = None
     master_epoch: int
     sync_state_set_epoch: int
-    master_broker_id: int | None
+    master_broker_id: int | None = None
 
 
-@dataclass
-class GetBrokerEpochCacheRequestHeader(Header):
+class GetBrokerEpochCacheRequestHeader(CamelHeader):
     """Sent to a broker (its listen address); no fields."""
 
 
@@ -627,7 +508,7 @@ class EpochEntryCache:
 # --------------------------------------------------------------------------- helpers
 
 
-def request(code: int, header: Header | None = None, body: bytes = b"") -> RemotingCommand:
+def request(code: int, header: CamelHeader | None = None, body: bytes = b"") -> RemotingCommand:
     cmd = RemotingCommand(code=int(code), body=body)
     if header is not None:
         cmd.ext_fields = header.to_ext()
@@ -638,7 +519,7 @@ def response(
     req: RemotingCommand,
     code: int = ControllerResponseCode.SUCCESS,
     remark: str | None = None,
-    header: Header | None = None,
+    header: CamelHeader | None = None,
     body: bytes = b"",
 ) -> RemotingCommand:
     resp = req.response(code, remark=remark, body=body)

@@ -60,6 +60,7 @@ from mqcluster.controller.protocol import ControllerResponseCode as Code
 from mqcluster.controller.replicated import ControllerStateMachine
 from mqcluster.controller.statemachine import ControllerState
 from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.header import HeaderError
 from mqcluster.wire.rpc import (
     Connection,
     HandlerRegistry,
@@ -278,7 +279,7 @@ class ControllerService:
         async def handler(cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
             try:
                 resp = await fn(cmd, conn)
-            except ProtocolError as exc:
+            except (ProtocolError, HeaderError) as exc:
                 resp = response(cmd, Code.CONTROLLER_INVALID_REQUEST, str(exc))
             if resp is not None:
                 counter = counters.get(resp.code)
@@ -526,7 +527,9 @@ class ControllerService:
 
     async def _auto_elect(self, group: str, cluster: str, trigger: str) -> None:
         try:
-            await self._elect(ElectMasterRequestHeader(cluster, group, None, False), trigger)
+            await self._elect(ElectMasterRequestHeader(
+                cluster_name=cluster, broker_name=group, broker_id=None, designate_elect=False),
+                trigger)
         except (NotLeader, TimeoutError, ConsensusError) as exc:
             log.info("automatic election for %s not done: %r", group, exc)
         except Exception:
@@ -608,11 +611,10 @@ class ControllerService:
         if info is None or sync is None:
             return
         header = NotifyBrokerRoleChangedRequestHeader(
-            info.address_of(sync.master_broker_id),
-            sync.master_epoch,
-            sync.sync_state_set_epoch,
-            sync.master_broker_id,
-        )
+            master_address=info.address_of(sync.master_broker_id),
+            master_epoch=sync.master_epoch,
+            sync_state_set_epoch=sync.sync_state_set_epoch,
+            master_broker_id=sync.master_broker_id)
         body = SyncStateSetBody(set(sync.sync_state_set), sync.sync_state_set_epoch).encode()
         now = self.clock_ms()
         for bid, ident in info.brokers.items():

@@ -32,7 +32,6 @@ from mqcluster.namesrv.protocol import (
     encode_simple,
     encode_unregister_broker,
     parse_body,
-    parse_header,
 )
 from mqcluster.wire.frame import FrameError, RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError
@@ -119,7 +118,7 @@ class NamesrvClient:
             return RegisterOutcome(addr, error=str(exc))
         if resp.code != ResponseCode.SUCCESS:
             return RegisterOutcome(addr, error=_refusal(addr, resp))
-        header = parse_header(RegisterBrokerResponseHeader, resp.ext_fields)
+        header = RegisterBrokerResponseHeader.from_ext(resp.ext_fields)
         return RegisterOutcome(
             addr,
             result=RegisterBrokerResult(

@@ -22,10 +22,8 @@ from mqcluster.namesrv.protocol import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermResponseHeader,
     decode_register_broker,
-    header_fields,
     json_bytes,
     parse_body,
-    parse_header,
 )
 from mqcluster.namesrv.route_info import RemovedBroker, RouteInfoManager
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
@@ -82,30 +80,30 @@ class NamesrvProcessor:
         header = RegisterBrokerResponseHeader(
             haServerAddr=result.haServerAddr, masterAddr=result.masterAddr
         )
-        return cmd.response(ext_fields=header_fields(header))
+        return cmd.response(ext_fields=header.to_ext())
 
     async def unregister_broker(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(UnRegisterBrokerRequestHeader, cmd.ext_fields)
+        h = UnRegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
         removed = self.routes.unregister_broker(h.clusterName, h.brokerName, h.brokerAddr)
         log_removed([removed] if removed else [])
         return cmd.response()
 
     async def broker_heartbeat(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(BrokerHeartbeatHeader, cmd.ext_fields)
+        h = BrokerHeartbeatHeader.from_ext(cmd.ext_fields)
         self.routes.broker_heartbeat(h.clusterName, h.brokerAddr)
         return cmd.response()
 
     async def query_data_version(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(QueryDataVersionHeader, cmd.ext_fields)
+        h = QueryDataVersionHeader.from_ext(cmd.ext_fields)
         version = parse_body(DataVersion, cmd)
         changed = self.routes.is_data_version_changed(h.clusterName, h.brokerAddr, version)
         self.routes.broker_heartbeat(h.clusterName, h.brokerAddr)
         return cmd.response(
-            ext_fields=header_fields(QueryDataVersionResponseHeader(changed=changed))
+            ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext()
         )
 
     async def get_route(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(GetRouteInfoRequestHeader, cmd.ext_fields)
+        h = GetRouteInfoRequestHeader.from_ext(cmd.ext_fields)
         route = self.routes.pickup_topic_route(h.topic)
         if route is None:
             return cmd.response(
@@ -124,21 +122,21 @@ class NamesrvProcessor:
     async def get_topics_by_cluster(
         self, cmd: RemotingCommand, conn: Connection
     ) -> RemotingCommand:
-        h = parse_header(GetTopicsByClusterRequestHeader, cmd.ext_fields)
+        h = GetTopicsByClusterRequestHeader.from_ext(cmd.ext_fields)
         topics = self.routes.topics_by_cluster(h.cluster)
         return cmd.response(body=json_bytes(TopicList(topicList=topics)))
 
     async def wipe_write_perm(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(WipeWritePermOfBrokerRequestHeader, cmd.ext_fields)
+        h = WipeWritePermOfBrokerRequestHeader.from_ext(cmd.ext_fields)
         n = self.routes.wipe_write_perm(h.brokerName)
-        return cmd.response(ext_fields=header_fields(WipeWritePermResponseHeader(wipeTopicCount=n)))
+        return cmd.response(ext_fields=WipeWritePermResponseHeader(wipeTopicCount=n).to_ext())
 
     async def add_write_perm(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(WipeWritePermOfBrokerRequestHeader, cmd.ext_fields)
+        h = WipeWritePermOfBrokerRequestHeader.from_ext(cmd.ext_fields)
         n = self.routes.add_write_perm(h.brokerName)
-        return cmd.response(ext_fields=header_fields(AddWritePermResponseHeader(addTopicCount=n)))
+        return cmd.response(ext_fields=AddWritePermResponseHeader(addTopicCount=n).to_ext())
 
     async def delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(DeleteTopicFromNamesrvRequestHeader, cmd.ext_fields)
+        h = DeleteTopicFromNamesrvRequestHeader.from_ext(cmd.ext_fields)
         self.routes.delete_topic(h.topic, h.clusterName)
         return cmd.response(ResponseCode.SUCCESS)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mqcluster.wire.frame import FrameError, RemotingCommand
+from mqcluster.wire.header import Header
 
 MASTER_ID = 0
 DEFAULT_NAMESRV_PORT = 9876
@@ -57,28 +58,7 @@ class Model(BaseModel):
 # ---------------------------------------------------------------- headers
 
 
-def header_fields(model: BaseModel) -> dict[str, str]:
-    """A header model as ``extFields``: booleans as Java spells them, ``None`` left out."""
-    out: dict[str, str] = {}
-    for key, value in model.model_dump().items():
-        if value is None:
-            continue
-        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return out
-
-
 H = TypeVar("H", bound=BaseModel)
-
-
-def parse_header(model: type[H], ext: dict[str, str]) -> H:
-    """Parse ``extFields`` into ``model``; a missing or bad field raises FrameError naming it."""
-    try:
-        return model.model_validate(ext)
-    except ValidationError as exc:
-        problems = ", ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise FrameError(f"bad {model.__name__}: {problems}") from None
 
 
 def parse_body(model: type[H], cmd: RemotingCommand) -> H:
@@ -93,7 +73,7 @@ def json_bytes(model: BaseModel) -> bytes:
     return model.model_dump_json().encode("utf-8")
 
 
-class RegisterBrokerRequestHeader(Model):
+class RegisterBrokerRequestHeader(Header):
     brokerName: str
     brokerAddr: str
     clusterName: str
@@ -107,57 +87,57 @@ class RegisterBrokerRequestHeader(Model):
     """The client (gRPC) endpoint of this broker, host:port; empty if it serves none."""
 
 
-class RegisterBrokerResponseHeader(Model):
+class RegisterBrokerResponseHeader(Header):
     haServerAddr: str = ""
     masterAddr: str = ""
 
 
-class UnRegisterBrokerRequestHeader(Model):
+class UnRegisterBrokerRequestHeader(Header):
     brokerName: str
     brokerAddr: str
     clusterName: str
     brokerId: int
 
 
-class GetRouteInfoRequestHeader(Model):
+class GetRouteInfoRequestHeader(Header):
     topic: str
 
 
-class WipeWritePermOfBrokerRequestHeader(Model):
+class WipeWritePermOfBrokerRequestHeader(Header):
     brokerName: str
 
 
-class DeleteTopicFromNamesrvRequestHeader(Model):
+class DeleteTopicFromNamesrvRequestHeader(Header):
     topic: str
     clusterName: str | None = None
 
 
-class GetTopicsByClusterRequestHeader(Model):
+class GetTopicsByClusterRequestHeader(Header):
     cluster: str
 
 
-class BrokerHeartbeatHeader(Model):
+class BrokerHeartbeatHeader(Header):
     clusterName: str
     brokerAddr: str
     brokerName: str = ""
 
 
-class QueryDataVersionHeader(Model):
+class QueryDataVersionHeader(Header):
     brokerName: str
     brokerAddr: str
     clusterName: str
     brokerId: int
 
 
-class WipeWritePermResponseHeader(Model):
+class WipeWritePermResponseHeader(Header):
     wipeTopicCount: int
 
 
-class AddWritePermResponseHeader(Model):
+class AddWritePermResponseHeader(Header):
     addTopicCount: int
 
 
-class QueryDataVersionResponseHeader(Model):
+class QueryDataVersionResponseHeader(Header):
     changed: bool
 
 
@@ -283,12 +263,12 @@ def encode_register_broker(reg: BrokerRegistration) -> RemotingCommand:
         )
     )
     return RemotingCommand.request(
-        RequestCode.REGISTER_BROKER, header_fields(header), json_bytes(body)
+        RequestCode.REGISTER_BROKER, header.to_ext(), json_bytes(body)
     )
 
 
 def decode_register_broker(cmd: RemotingCommand) -> BrokerRegistration:
-    header = parse_header(RegisterBrokerRequestHeader, cmd.ext_fields)
+    header = RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
     body = parse_body(RegisterBrokerBody, cmd)
     wrapper = body.topicConfigSerializeWrapper
     topics = {
@@ -310,12 +290,12 @@ def decode_register_broker(cmd: RemotingCommand) -> BrokerRegistration:
 
 
 def encode_unregister_broker(header: UnRegisterBrokerRequestHeader) -> RemotingCommand:
-    return RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header_fields(header))
+    return RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext())
 
 
 def encode_get_route(topic: str) -> RemotingCommand:
     return RemotingCommand.request(
-        RequestCode.GET_ROUTEINFO_BY_TOPIC, header_fields(GetRouteInfoRequestHeader(topic=topic))
+        RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext()
     )
 
 

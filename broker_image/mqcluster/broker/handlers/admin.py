@@ -11,7 +11,6 @@ from mqcluster.broker.protocol import (
     DeleteSubscriptionGroupRequestHeader,
     RequestCode,
     SubscriptionGroupConfig,
-    parse_header,
 )
 from mqcluster.broker.runtime_info import runtime_table
 from mqcluster.broker.topic_service import SYSTEM_TOPICS, TopicService, check_topic_name
@@ -74,7 +73,7 @@ class AdminHandlers:
         return cmd.response(body=_json(self.ctx.store.topics.encode()))
 
     async def delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(DeleteTopicRequestHeader, cmd.ext_fields)
+        h = DeleteTopicRequestHeader.from_ext(cmd.ext_fields)
         self.topics.delete(h.topic)
         for group in self.ctx.store.offsets.groups_of_topic(h.topic):
             self.ctx.store.offsets.remove_group(group, h.topic)
@@ -89,7 +88,7 @@ class AdminHandlers:
         return cmd.response(body=_json(self.ctx.store.subscriptions.encode()))
 
     async def delete_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(DeleteSubscriptionGroupRequestHeader, cmd.ext_fields)
+        h = DeleteSubscriptionGroupRequestHeader.from_ext(cmd.ext_fields)
         self.ctx.store.subscriptions.delete(h.groupName)
         self.ctx.store.offsets.remove_group(h.groupName)
         return cmd.response()

@@ -10,7 +10,6 @@ from mqcluster.broker.protocol import (
     RequestCode,
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    parse_header,
 )
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
@@ -30,7 +29,7 @@ class OffsetHandlers:
     async def query_consumer_offset(
         self, cmd: RemotingCommand, conn: Connection
     ) -> RemotingCommand:
-        h = parse_header(QueryConsumerOffsetRequestHeader, cmd.ext_fields)
+        h = QueryConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
         offset = self.ctx.store.offsets.query(h.consumerGroup, h.topic, h.queueId)
         if offset >= 0:
             return cmd.response(ext_fields={"offset": offset})
@@ -44,7 +43,7 @@ class OffsetHandlers:
     async def update_consumer_offset(
         self, cmd: RemotingCommand, conn: Connection
     ) -> RemotingCommand:
-        h = parse_header(UpdateConsumerOffsetRequestHeader, cmd.ext_fields)
+        h = UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
         if self.ctx.store.topics.get(h.topic) is None:
             return cmd.response(
                 BrokerResponseCode.TOPIC_NOT_EXIST, remark=f"topic {h.topic!r} does not exist"
@@ -53,14 +52,14 @@ class OffsetHandlers:
         return cmd.response()
 
     async def max_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(GetMaxOffsetRequestHeader, cmd.ext_fields)
+        h = GetMaxOffsetRequestHeader.from_ext(cmd.ext_fields)
         return cmd.response(ext_fields={"offset": self.ctx.store.max_offset(h.topic, h.queueId)})
 
     async def min_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(GetMaxOffsetRequestHeader, cmd.ext_fields)
+        h = GetMaxOffsetRequestHeader.from_ext(cmd.ext_fields)
         return cmd.response(ext_fields={"offset": self.ctx.store.min_offset(h.topic, h.queueId)})
 
     async def search_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        h = parse_header(SearchOffsetRequestHeader, cmd.ext_fields)
+        h = SearchOffsetRequestHeader.from_ext(cmd.ext_fields)
         offset = self.ctx.store.offset_by_time(h.topic, h.queueId, h.timestamp)
         return cmd.response(ext_fields={"offset": offset})

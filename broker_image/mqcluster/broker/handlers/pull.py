@@ -6,8 +6,6 @@ from mqcluster.broker.protocol import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     RequestCode,
-    header_fields,
-    parse_header,
 )
 from mqcluster.broker.pull_service import PullService
 from mqcluster.broker.remoting_codec import encode_pulled
@@ -23,7 +21,7 @@ class PullHandlers:
         registry.register(RequestCode.PULL_MESSAGE, self.pull)
 
     async def pull(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        header = parse_header(PullMessageRequestHeader, cmd.ext_fields)
+        header = PullMessageRequestHeader.from_ext(cmd.ext_fields)
         out = await self.service.pull(header)
         resp_header = PullMessageResponseHeader(
             nextBeginOffset=out.next_begin_offset,
@@ -32,5 +30,5 @@ class PullHandlers:
         )
         body = encode_pulled(out.messages) if out.messages else b""
         return cmd.response(
-            out.code, remark=out.remark, ext_fields=header_fields(resp_header), body=body
+            out.code, remark=out.remark, ext_fields=resp_header.to_ext(), body=body
         )

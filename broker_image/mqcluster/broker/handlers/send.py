@@ -6,7 +6,6 @@ from mqcluster.broker.protocol import (
     BrokerResponseCode,
     RequestCode,
     SendMessageRequestHeader,
-    parse_header,
     v2_to_v1,
 )
 from mqcluster.broker.remoting_codec import (
@@ -37,7 +36,7 @@ class SendHandlers:
         ext = cmd.ext_fields
         if cmd.code == RequestCode.SEND_MESSAGE_V2:
             ext = v2_to_v1(ext)
-        header = parse_header(SendMessageRequestHeader, ext)
+        header = SendMessageRequestHeader.from_ext(ext)
         raw: RawMessages | None = None
         messages: list[WireMessage] = []
         try:
