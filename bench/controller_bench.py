@@ -66,8 +66,9 @@ async def _prepare_groups(client: ControllerClient, n: int) -> None:
             await client.register_broker(CLUSTER, name, bid, f"127.0.1.{g + 1}:{bid}")
             await client.heartbeat(
                 BrokerHeartbeatRequestHeader(
-                    CLUSTER, f"127.0.1.{g + 1}:{bid}", name, bid, 1, 0, 0, 600_000, 0
-                ),
+                    cluster_name=CLUSTER, broker_addr=f"127.0.1.{g + 1}:{bid}", broker_name=name,
+                    broker_id=bid, epoch=1, max_offset=0, confirm_offset=0,
+                    heartbeat_timeout_mills=600_000, election_priority=0),
                 oneway=False,
             )
         await client.elect_master(CLUSTER, name, 1)
