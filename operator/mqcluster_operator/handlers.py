@@ -32,6 +32,7 @@ from .election_probes import default_probe
 from .events import build_event
 from .k8s import Api, ApiError, Ref, differs
 from .views import IndexedReads, Reads
+from .write_backoff import REASON_REFUSED, WriteBackoff
 
 CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
@@ -207,16 +208,34 @@ async def follow_brokergroup(
     body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
     follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger, IndexedReads(kwargs))
-    changed = False
     try:
-        while not stopped:
-            try:
-                await follower.step(body, changed)
-            except Exception as exc:
-                logger.warning("election following failed: %s", exc)
-            changed = await follower.wait(stopped, memo.follow_interval)
+        await run_follower(follower, body, memo.api, memo.clock, stopped, memo.follow_interval,
+                           WriteBackoff(), logger)
     finally:
         await follower.close()
+
+
+async def run_follower(follower: Any, body: Mapping[str, Any], api: Any, clock: Any,
+                       stopped: Any, interval: float, backoff: WriteBackoff,
+                       logger: Any) -> None:
+    """Step the follower until the daemon stops; after a failed round wait what
+    ``backoff`` says (an election change still wakes it: it is on the failover path)."""
+    changed = False
+    while not stopped:
+        wait = interval
+        try:
+            await follower.step(body, changed)
+            backoff.succeeded()
+        except Exception as exc:
+            wait = max(interval, backoff.delay(exc))
+            logger.warning("election following failed (next round in %.1f s): %s", wait, exc)
+            message = backoff.report(exc)
+            if message is not None:
+                with contextlib.suppress(Exception):
+                    await api.post_event(build_event(body, "Warning", REASON_REFUSED,
+                                                     f"a write was refused: {message}",
+                                                     clock()))
+        changed = await follower.wait(stopped, wait)
 
 
 async def follow_controller(
