@@ -1,25 +1,30 @@
 """The one module that talks to the Kubernetes API (besides kopf itself).
 
-A small aiohttp client configured from kopf's ConnectionInfo: get, list by
-labels, create, merge-patch (also of the status subresource), delete, and
-``apply``: server-side apply under the operator's field manager, so the API server
-creates the object or updates what changed, removes the fields the operator no
-longer sets and leaves alone the fields it defaults or others own.
+Requests go through kubernetes_asyncio's ApiClient (its configuration, TLS, auth and
+connection pool), configured from kopf's ConnectionInfo; this module adds what the
+operator needs on top: get, list by labels, create, merge-patch (also of the status
+subresource), delete, and ``apply``: server-side apply under the operator's field
+manager, so the API server creates the object or updates what changed, removes the
+fields the operator no longer sets and leaves alone the fields it defaults or others
+own. Objects stay plain dicts (the generated models would drop fields of our custom
+resources), and every error becomes ``ApiError`` with the status, the reason, and the
+``Retry-After`` the server asked for, whatever the body holds.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import ssl
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
 import kopf
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from . import conditions
 from .names import API_VERSION
@@ -115,45 +120,39 @@ def apply_body(desired: Obj) -> Obj:
     return {key: value for key, value in desired.items() if key not in SERVER_FIELDS}
 
 
-def ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext | bool:
-    if not info.server.startswith("https"):
-        return False
-    if info.insecure:
-        return False
-    ctx = ssl.create_default_context()
-    if info.ca_path:
-        ctx.load_verify_locations(cafile=info.ca_path)
-    elif info.ca_data:
-        data = info.ca_data if isinstance(info.ca_data, str) else info.ca_data.decode()
-        ctx.load_verify_locations(cadata=_pem(data))
-    cert, key = info.certificate_path, info.private_key_path
-    with tempfile.TemporaryDirectory() as tmp:
-        if info.certificate_data and info.private_key_data:
-            cert, key = f"{tmp}/cert.pem", f"{tmp}/key.pem"
-            _write(cert, info.certificate_data)
-            _write(key, info.private_key_data)
-        if cert and key:
-            ctx.load_cert_chain(certfile=cert, keyfile=key)
-    return ctx
-
-
-def _pem(data: str) -> str:
-    return data if "-----BEGIN" in data else base64.b64decode(data).decode()
-
-
-def _write(path: str, data: str | bytes) -> None:
-    text = data if isinstance(data, str) else data.decode()
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(_pem(text))
-
-
-def auth_headers(info: kopf.ConnectionInfo) -> dict[str, str]:
+def client_configuration(info: kopf.ConnectionInfo, files: str) -> Configuration:
+    """kubernetes_asyncio's configuration for kopf's credentials; certificate data is
+    written under ``files`` (a directory that must live until the client exists)."""
+    cfg = Configuration(host=info.server.rstrip("/"))
+    cfg.verify_ssl = not info.insecure
     if info.token:
-        return {"Authorization": f"{info.scheme or 'Bearer'} {info.token}"}
-    if info.username and info.password:
-        raw = base64.b64encode(f"{info.username}:{info.password}".encode()).decode()
-        return {"Authorization": f"Basic {raw}"}
-    return {}
+        cfg.api_key = {"BearerToken": info.token}
+        cfg.api_key_prefix = {"BearerToken": info.scheme or "Bearer"}
+    cfg.ssl_ca_cert = _path(info.ca_path) or _file(files, "ca.pem", info.ca_data)
+    cfg.cert_file = (_path(info.certificate_path)
+                     or _file(files, "cert.pem", info.certificate_data))
+    cfg.key_file = _path(info.private_key_path) or _file(files, "key.pem", info.private_key_data)
+    return cfg
+
+
+def _path(value: Any) -> str | None:
+    return os.fsdecode(value) if value else None
+
+
+def _file(directory: str, name: str, data: str | bytes | None) -> str | None:
+    if not data:
+        return None
+    text = data if isinstance(data, str) else data.decode()
+    path = f"{directory}/{name}"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text if "-----BEGIN" in text else base64.b64decode(text).decode())
+    return path
+
+
+def basic_auth(info: kopf.ConnectionInfo) -> str | None:
+    if info.token or not (info.username and info.password):
+        return None
+    return "Basic " + base64.b64encode(f"{info.username}:{info.password}".encode()).decode()
 
 
 class Api:
@@ -165,62 +164,71 @@ class Api:
     ) -> None:
         self._info = info
         self._user_agent = user_agent
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-        self._session: aiohttp.ClientSession | None = None
-        self._stale: list[aiohttp.ClientSession] = []
+        self._timeout = timeout
+        self._client: ApiClient | None = None
+        self._stale: list[ApiClient] = []
 
     def configure(self, info: kopf.ConnectionInfo) -> None:
         """New credentials (a re-login, maybe from a thread): the next call closes the old
-        session and opens a new one."""
+        client and opens a new one."""
         self._info = info
-        old, self._session = self._session, None
+        old, self._client = self._client, None
         if old is not None:
             self._stale.append(old)
 
     async def close(self) -> None:
         await self._close_stale()
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     async def _close_stale(self) -> None:
         while self._stale:
             await self._stale.pop().close()
 
-    def _get_session(self) -> tuple[aiohttp.ClientSession, kopf.ConnectionInfo]:
+    def _get_client(self) -> ApiClient:
         if self._info is None:
             raise RuntimeError("the Kubernetes API client is not configured (no login yet)")
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=ssl_context(self._info))
-            self._session = aiohttp.ClientSession(
-                base_url=self._info.server.rstrip("/"),
-                connector=connector,
-                headers={**auth_headers(self._info), "User-Agent": self._user_agent},
-                timeout=self._timeout,
-            )
-        return self._session, self._info
+        if self._client is None:
+            with tempfile.TemporaryDirectory() as files:  # read when the client is made
+                client = ApiClient(client_configuration(self._info, files))
+            client.user_agent = self._user_agent
+            basic = basic_auth(self._info)
+            if basic is not None:
+                client.set_default_header("Authorization", basic)
+            self._client = client
+        return self._client
 
     async def _call(
         self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
     ) -> Any:
         await self._close_stale()
-        session, _ = self._get_session()
-        headers = {"Content-Type": content_type} if body is not None else {}
-        async with session.request(
-            method, path, json=body, params=params, headers=headers
-        ) as resp:
-            text = await resp.text()
-            data = _json_or_none(text)
-            if resp.status >= 400:
-                raise ApiError(
-                    resp.status,
-                    str(data.get("reason", resp.reason)) if isinstance(data, dict) else
-                    str(resp.reason),
-                    str(data.get("message", "")) if isinstance(data, dict) else text[:200],
-                    retry_after=_seconds(resp.headers.get("Retry-After")),
-                )
-            return data
+        client = self._get_client()
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            data, _, _ = await client.call_api(
+                path, method, query_params=list((params or {}).items()),
+                header_params=headers, body=body, auth_settings=["BearerToken"],
+                response_types_map={200: "object", 201: "object", 202: "object"},
+                _request_timeout=self._timeout,
+            )
+        except ApiException as exc:
+            text = exc.body if isinstance(exc.body, str) else (exc.body or b"").decode(
+                errors="replace")
+            detail = _json_or_none(text)
+            headers_in: Mapping[str, str] = exc.headers or {}
+            retry = headers_in.get("Retry-After")
+            raise ApiError(
+                int(exc.status or 0),
+                str(detail.get("reason", exc.reason)) if isinstance(detail, dict)
+                else str(exc.reason),
+                str(detail.get("message", "")) if isinstance(detail, dict) else text[:200],
+                retry_after=_seconds(retry),
+            ) from None
+        return data
 
     async def get(self, ref: Ref) -> Obj | None:
         try:
