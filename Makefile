@@ -27,8 +27,7 @@ lint: setup
 	$(VENV)/bin/mypy $(TYPED_PACKAGES)
 
 demo: setup
-	$(PY) -m mqcluster.demo
-	$(PY) -m mqcluster.demo_cluster
+	$(PY) -m mqcluster_operator.local.demo
 
 bench: setup
 	$(PY) -m bench
