@@ -30,6 +30,7 @@ demo: setup
 	$(PY) -m mqcluster_operator.local.demo
 
 bench: setup
+	$(PY) -m pip install -q -e '.[operator,pipeline,dev,bench]'
 	$(PY) -m bench
 
 clean:

@@ -159,9 +159,11 @@ class FaultTarget(Protocol):
 
 async def failover(g: FaultTarget, endpoints: str | None = None,
                    kills: int | None = None,
-                   hangs: int | None = None) -> tuple[list[float], list[float], int]:
+                   hangs: int | None = None, acked: list[int] | None = None,
+                   ) -> tuple[list[float], list[float], int]:
     """Gaps after ``kills`` SIGKILLs and ``hangs`` SIGSTOPs of the master, for the
-    official client connected to ``endpoints`` (default: the replicas themselves)."""
+    official client connected to ``endpoints`` (default: the replicas themselves);
+    ``acked`` receives the number of acknowledged sends."""
     clock = AckClock(endpoints or g.endpoints)
     n_kills = KILLS if kills is None else kills
     n_hangs = HANGS if hangs is None else hangs
@@ -198,6 +200,8 @@ async def failover(g: FaultTarget, endpoints: str | None = None,
     finally:
         clock.stop.set()
         await asyncio.to_thread(clock.thread.join, 30)
+    if acked is not None:
+        acked.append(len(clock.acks))
     return kill_gaps, hang_gaps, clock.failures
 
 
