@@ -1,8 +1,9 @@
-"""Run benchmarks and print one table: ``python -m bench [name ...]``."""
+"""Run benchmarks and print one table: ``python -m bench [--quick] [name ...]``."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 import time
@@ -24,6 +25,9 @@ def available() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if "--quick" in argv:  # a smoke run: benches that look at BENCH_QUICK shorten
+        os.environ["BENCH_QUICK"] = "1"
+        argv = [a for a in argv if a != "--quick"]
     names = argv or available()
     unknown = [n for n in names if n not in available()]
     if unknown:

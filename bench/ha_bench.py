@@ -157,13 +157,18 @@ class FaultTarget(Protocol):
     def wake(self, i: int) -> None: ...
 
 
-async def failover(g: FaultTarget, endpoints: str | None = None,
-                   kills: int | None = None,
-                   hangs: int | None = None, acked: list[int] | None = None,
-                   ) -> tuple[list[float], list[float], int]:
+async def failover(g: FaultTarget, endpoints: str | None = None, kills: int | None = None,
+                   hangs: int | None = None) -> tuple[list[float], list[float], int]:
     """Gaps after ``kills`` SIGKILLs and ``hangs`` SIGSTOPs of the master, for the
-    official client connected to ``endpoints`` (default: the replicas themselves);
-    ``acked`` receives the number of acknowledged sends."""
+    official client connected to ``endpoints`` (default: the replicas themselves)."""
+    kill_gaps, hang_gaps, clock = await failover_clocked(g, endpoints, kills, hangs)
+    return kill_gaps, hang_gaps, clock.failures
+
+
+async def failover_clocked(g: FaultTarget, endpoints: str | None = None,
+                           kills: int | None = None, hangs: int | None = None,
+                           ) -> tuple[list[float], list[float], AckClock]:
+    """The faults of ``failover``; the client's clock too, for what it saw acknowledged."""
     clock = AckClock(endpoints or g.endpoints)
     n_kills = KILLS if kills is None else kills
     n_hangs = HANGS if hangs is None else hangs
@@ -200,9 +205,7 @@ async def failover(g: FaultTarget, endpoints: str | None = None,
     finally:
         clock.stop.set()
         await asyncio.to_thread(clock.thread.join, 30)
-    if acked is not None:
-        acked.append(len(clock.acks))
-    return kill_gaps, hang_gaps, clock.failures
+    return kill_gaps, hang_gaps, clock
 
 
 def failover_rows(bench: str, who: str, kills: list[float], hangs: list[float],

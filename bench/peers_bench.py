@@ -1,19 +1,15 @@
-"""mqcluster beside the peers people would run instead, same machine, same run.
+"""mqcluster (controller mode, DLedger mode) against RabbitMQ quorum queues and NATS
+JetStream, 3 replicas each, same machine, same run, 1 KiB messages.
 
-Each system as a 3-replica group on loopback, 1 KiB messages:
-
-* sync publish latency (one message at a time, waiting for the ack: mqcluster with
-  allAckInSyncStateSet or DLedger, RabbitMQ publisher confirms, JetStream PubAck), p50/p99;
-* pipelined publish throughput (``WINDOW`` messages outstanding, for ``SECONDS``);
-* consumer drain rate (everything published so far, acknowledged in batches);
-* failover: the longest gap between acknowledged publishes of a producer running
-  throughout, after SIGKILL of the leader (median and max over ``PEERS_BENCH_KILLS``), and
-  whether every acknowledged message could be read back afterwards.
-
-Ratios are mqcluster (controller mode) to each peer, measured in this run. CPU
-microseconds per published message are printed for each system's server processes.
-A peer that cannot run here is a row saying why. ``--quick`` (``PEERS_BENCH_QUICK=1``)
-shortens every phase for a smoke run.
+Per system: sync one-at-a-time publish latency (p50/p99 until acknowledged: publisher
+confirms, JetStream acks, the broker's send result), pipelined throughput (``WINDOW``
+publishes outstanding), consumer drain rate, the longest gap between acknowledged
+writes of a producer running while the leader is SIGKILLed ``KILLS`` times (for
+mqcluster: ``ha_bench.failover`` with the official client), and whether every
+acknowledged write is readable afterwards. CPU us per message per process for the
+pipelined phase. Peers are installed with apt-get when missing; a peer that cannot
+start gets a row with the error. ``BENCH_QUICK=1`` (``python -m bench peers --quick``)
+is a smoke run.
 """
 
 from __future__ import annotations
@@ -21,319 +17,413 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import random
-import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
+import bench.ha_bench as ha
 from bench import Row, cpu_seconds
-from bench.peer_servers import NatsCluster, PeerUnavailable
+from bench.peer_launchers import NatsCluster, RabbitCluster, ensure_installed, tree_cpu_seconds
+from bench.peer_table import Measured, peer_rows
+from mqcluster.client import AdminClient, Message, Producer
+from mqcluster.client.consumer import PullConsumer
 
-NAME = "peers"
-MSG = 1024
-QUICK = os.environ.get("PEERS_BENCH_QUICK") == "1"
-SYNC_N = 200 if QUICK else 1000
-SECONDS = 2.0 if QUICK else 5.0
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+MSG_SIZE = 1024
+LATENCY_SENDS = 50 if QUICK else 300
+PHASE_SECONDS = 1.5 if QUICK else 5.0
 WINDOW = 64
-KILLS = int(os.environ.get("PEERS_BENCH_KILLS", "1" if QUICK else "3"))
+KILLS = 1 if QUICK else 5
+SEND_TIMEOUT_S = 2.0
+RESUME_TIMEOUT_S = 45.0
+PAYLOAD = random.Random(1).randbytes(MSG_SIZE)
+
+Send = Callable[[], Awaitable[object]]
 
 
-@dataclass
-class Result:
-    system: str
-    p50_ms: float | None = None
-    p99_ms: float | None = None
-    pipelined: float | None = None
-    drain: float | None = None
-    failover: list[float] = field(default_factory=list)
-    lost: int | None = None
-    cpu_us: float | None = None
-    error: str | None = None
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
-async def sync_latency(publish: Callable[[bytes], Awaitable[None]], n: int) -> list[float]:
-    payload = random.randbytes(MSG)
-    out = []
+async def sync_latency(send: Send, n: int) -> tuple[float, float]:
+    """p50, p99 in ms of ``n`` sends one at a time."""
+    lat = []
     for _ in range(n):
         t0 = time.perf_counter()
-        await publish(payload)
-        out.append(time.perf_counter() - t0)
-    return out
+        await send()
+        lat.append((time.perf_counter() - t0) * 1000)
+    lat.sort()
+    return percentile(lat, 0.5), percentile(lat, 0.99)
 
 
-async def pipelined(publish: Callable[[bytes], Awaitable[None]], seconds: float,
-                    window: int) -> int:
-    payload = random.randbytes(MSG)
-    deadline = time.perf_counter() + seconds
+async def pipelined(send: Send, procs: dict[str, Callable[[], float]]) -> tuple[float, int,
+                                                                                dict[str, float]]:
+    """msgs/s with ``WINDOW`` sends outstanding for ``PHASE_SECONDS``; the count sent;
+    CPU us per message of each named process."""
     count = 0
+    cpu0 = {k: f() for k, f in procs.items()}
+    started = time.perf_counter()
+    deadline = started + PHASE_SECONDS
 
-    async def lane() -> None:
+    async def worker() -> None:
         nonlocal count
         while time.perf_counter() < deadline:
-            await publish(payload)
-            count += 1  # after the await: each lane adds its own ack
+            await send()
+            count += 1
 
-    await asyncio.gather(*(lane() for _ in range(window)))
-    return count
-
-
-def gap_after(acks: list[float], t: float) -> float:
-    """Longest gap between acks from the last one before ``t`` to the third after it."""
-    acks = sorted(acks)
-    before = [a for a in acks if a <= t]
-    after = [a for a in acks if a > t][:3]
-    window = before[-1:] + after
-    return max((b - a for a, b in itertools.pairwise(window)), default=0.0)
+    await asyncio.gather(*(worker() for _ in range(WINDOW)))
+    elapsed = time.perf_counter() - started
+    cpu = {k: (f() - cpu0[k]) / max(1, count) * 1e6 for k, f in procs.items()}
+    return count / elapsed, count, cpu
 
 
-# ----------------------------------------------------------------------------- NATS
+class AckedProducer:
+    """One-at-a-time sends numbered 0, 1, ...; which were acknowledged and when."""
 
-async def measure_nats(root: Path) -> Result:
-    import nats
-    from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+    def __init__(self, send: Callable[[int], Awaitable[object]],
+                 recover: Callable[[], Awaitable[None]]) -> None:
+        self.send = send
+        self.recover = recover
+        self.acked: set[int] = set()
+        self.ack_times: list[float] = []
+        self.stopped = False
 
-    res = Result("NATS JetStream (replicas=3)")
-    cluster = NatsCluster(root / "nats")
-    cluster.start()
-    nc = None
-    try:
-        nc = await nats.connect(servers=[f"nats://{a}" for a in cluster.client_addrs],
-                                max_reconnect_attempts=-1, reconnect_time_wait=0.05,
-                                connect_timeout=2)
-        js = nc.jetstream(timeout=5)
-        deadline = time.monotonic() + 60
-        while True:  # the meta group elects its leader after the routes connect
+    async def run(self) -> None:
+        seq = 0
+        while not self.stopped:
             try:
-                await js.add_stream(StreamConfig(name="BENCH", subjects=["bench"],
-                                                 num_replicas=3, storage=StorageType.FILE))
-                break
+                await asyncio.wait_for(self.send(seq), SEND_TIMEOUT_S)
+                self.acked.add(seq)
+                self.ack_times.append(time.monotonic())
             except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.2)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.recover(), SEND_TIMEOUT_S * 2)
+                await asyncio.sleep(0.05)
+            seq += 1
 
-        async def publish(payload: bytes) -> None:
-            await js.publish("bench", payload)
+    async def acks_after(self, t: float, n: int) -> None:
+        async with asyncio.timeout(RESUME_TIMEOUT_S):
+            while sum(1 for a in self.ack_times if a > t) < n:
+                await asyncio.sleep(0.02)
 
-        cpu0 = cpu_seconds(cluster.pids())
-        lat = await sync_latency(publish, SYNC_N)
-        res.p50_ms, res.p99_ms = percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3
-        n = await pipelined(publish, SECONDS, WINDOW)
-        res.pipelined = n / SECONDS
-        res.cpu_us = (cpu_seconds(cluster.pids()) - cpu0) / (n + SYNC_N) * 1e6
-        total = n + SYNC_N
-        sub = await js.pull_subscribe("bench", durable="drain",
-                                      config=ConsumerConfig(ack_policy=AckPolicy.ALL))
-        got, t0 = 0, time.perf_counter()
-        while got < total:
-            msgs = await sub.fetch(256, timeout=5)
-            got += len(msgs)
-            await msgs[-1].ack()
-        res.drain = got / (time.perf_counter() - t0)
-        res.failover, res.lost = await nats_failover(cluster, js)
-    finally:
-        if nc is not None:
-            with contextlib.suppress(Exception):
-                await nc.close()
-        cluster.stop()
-    return res
+    def gap_around(self, t: float) -> float:
+        before = [a for a in self.ack_times if a <= t]
+        window = ([before[-1]] if before else [t]) + [a for a in self.ack_times if a > t]
+        return max((b - a for a, b in itertools.pairwise(window)), default=0.0)
 
 
-async def nats_failover(cluster: NatsCluster, js: object) -> tuple[list[float], int]:
-    from nats.js.api import StorageType, StreamConfig
-
-    jsc = js  # nats.js.JetStreamContext
-    await jsc.add_stream(StreamConfig(name="FAIL", subjects=["fail"], num_replicas=3,  # type: ignore[attr-defined]
-                                      storage=StorageType.FILE))
-    acked: dict[str, float] = {}
-    stop = asyncio.Event()
-
-    async def producer() -> None:
-        n = 0
-        while not stop.is_set():
-            key = f"k{n}"
-            try:
-                await jsc.publish("fail", key.encode(), timeout=1)  # type: ignore[attr-defined]
-                acked[key] = time.monotonic()
-                n += 1
-            except Exception:
-                await asyncio.sleep(0.01)  # the same key again: only acks count
-
-    task = asyncio.ensure_future(producer())
+async def peer_failover(producer: AckedProducer, leader: Callable[[], Awaitable[int]],
+                        kill: Callable[[int], None],
+                        restart: Callable[[int], Awaitable[None]]) -> list[float]:
+    task = asyncio.create_task(producer.run())
     gaps = []
     try:
+        await producer.acks_after(0, 20)
         for _ in range(KILLS):
-            await asyncio.sleep(1.0)
-            info = await jsc.stream_info("FAIL")  # type: ignore[attr-defined]
-            leader = info.cluster.leader
+            i = await leader()
+            await asyncio.sleep(0.5)
             t = time.monotonic()
-            cluster.kill(leader)
-            before = len(acked)
-            while len([a for a in acked.values() if a > t]) < 3:
-                await asyncio.sleep(0.02)
-                if time.monotonic() - t > 60:
-                    break
-            gaps.append(gap_after(list(acked.values()), t))
-            del before
-            cluster.restart(leader)
-            await asyncio.sleep(3.0)  # the restarted server catches up before the next kill
+            kill(i)
+            await producer.acks_after(t, 3)
+            gaps.append(producer.gap_around(t))
+            await restart(i)
     finally:
-        stop.set()
+        producer.stopped = True
         await task
-    info = await jsc.stream_info("FAIL")  # type: ignore[attr-defined]
-    lost = max(0, len(acked) - int(info.state.messages))
-    return gaps, lost
+    return gaps
 
 
-# ------------------------------------------------------------------------- mqcluster
+def id_of(body: bytes) -> int:
+    return int.from_bytes(body[:8], "big")
 
-async def measure_mqcluster(root: Path, mode: str) -> Result:
-    from bench import ha_bench as ha
-    from mqcluster.client import AdminClient, Message, Producer, PullConsumer
-    from tests.broker.procs import start_proxy
-    from tests.ha.cluster import GROUP, ProcessGroup
+
+def numbered(seq: int) -> bytes:
+    return seq.to_bytes(8, "big") + PAYLOAD[8:]
+
+
+def server_cpu(pids: list[int]) -> dict[str, Callable[[], float]]:
+    """CPU-time readers of each node (with its children) and of this client."""
+    procs: dict[str, Callable[[], float]] = {
+        f"node{i + 1}": partial(tree_cpu_seconds, p) for i, p in enumerate(pids)}
+    procs["client"] = partial(cpu_seconds, [os.getpid()])
+    return procs
+
+
+# ---- RabbitMQ quorum queues (aio-pika) ----
+
+async def measure_rabbit(root: Path) -> Measured:
+    import aio_pika
+
+    m = Measured("RabbitMQ quorum queue")
+    await asyncio.to_thread(ensure_installed, "rabbitmq")
+    c = RabbitCluster(root / "rabbit")
+    try:
+        await c.start()
+        urls = [f"amqp://guest:guest@127.0.0.1:{n.amqp_port}/" for n in c.nodes]
+        conn = await aio_pika.connect(urls[0])
+        ch = await conn.channel(publisher_confirms=True)
+        for queue in ("bench", "bench-failover"):
+            await ch.declare_queue(queue, durable=True, arguments={
+                "x-queue-type": "quorum", "x-quorum-initial-group-size": 3})
+        msg = aio_pika.Message(PAYLOAD, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+
+        async def send() -> object:
+            return await ch.default_exchange.publish(msg, routing_key="bench")
+
+        m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
+        procs = server_cpu(c.pids())
+        m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
+        m.drain = await rabbit_drain(conn, "bench", sent + LATENCY_SENDS, None)
+        await conn.close()
+
+        state: dict[str, aio_pika.abc.AbstractChannel] = {}
+        turn = [0]
+
+        async def recover() -> None:
+            for _ in range(3):
+                turn[0] = (turn[0] + 1) % 3
+                if c.procs[turn[0]] is None:
+                    continue
+                with contextlib.suppress(Exception):
+                    cn = await aio_pika.connect(urls[turn[0]], timeout=2)
+                    state["ch"] = await cn.channel(publisher_confirms=True)
+                    return
+
+        await recover()
+
+        async def send_seq(seq: int) -> object:
+            return await state["ch"].default_exchange.publish(
+                aio_pika.Message(numbered(seq), delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                routing_key="bench-failover")
+
+        async def leader() -> int:
+            return await asyncio.to_thread(c.queue_leader, "bench-failover")
+
+        async def restart(i: int) -> None:
+            c.start_node(i)
+            await c.wait_node(i)
+
+        producer = AckedProducer(send_seq, recover)
+        m.failover = await peer_failover(producer, leader, c.kill, restart)
+        m.acked = len(producer.acked)
+        seen: set[int] = set()
+        conn = await aio_pika.connect(urls[0])
+        await rabbit_drain(conn, "bench-failover", None, seen)
+        await conn.close()
+        m.lost = len(producer.acked - seen)
+    except Exception as e:
+        m.error = f"{type(e).__name__}: {e}"[:300]
+    finally:
+        await asyncio.to_thread(c.close)
+    return m
+
+
+async def rabbit_drain(conn: object, queue: str, expect: int | None,
+                       seen: set[int] | None) -> float:
+    """msgs/s consuming (no-ack, prefetch 1000) until ``expect`` arrived, or until the
+    queue is idle for a second when ``expect`` is None; ids go to ``seen``."""
+    ch = await conn.channel()  # type: ignore[attr-defined]
+    await ch.set_qos(prefetch_count=1000)
+    q = await ch.get_queue(queue)
+    count = 0
+    started = time.perf_counter()
+    last = started
+    async with q.iterator(no_ack=True) as it:
+        while expect is None or count < expect:
+            try:
+                message = await asyncio.wait_for(it.__anext__(), 1.0 if expect is None else 30)
+            except TimeoutError:
+                break
+            if seen is not None:
+                seen.add(id_of(message.body))
+            count += 1
+            last = time.perf_counter()
+    await ch.close()
+    return count / max(1e-9, last - started)
+
+
+# ---- NATS JetStream (nats-py) ----
+
+async def measure_nats(root: Path) -> Measured:
+    import nats
+    from nats.js.api import AckPolicy, ConsumerConfig, StorageType
+
+    m = Measured("NATS JetStream")
+    await asyncio.to_thread(ensure_installed, "nats")
+    c = NatsCluster(root / "nats")
+    try:
+        await c.start()
+        nc = await nats.connect(servers=c.urls(), max_reconnect_attempts=-1,
+                                error_cb=ignore_error,
+                                reconnect_time_wait=0.1, connect_timeout=2)
+        js = nc.jetstream(timeout=SEND_TIMEOUT_S)
+        async with asyncio.timeout(60):
+            while True:
+                try:
+                    await js.add_stream(name="BENCH", subjects=["bench.>"], num_replicas=3,
+                                        storage=StorageType.FILE)
+                    break
+                except Exception:  # JetStream meta leader still being elected
+                    await asyncio.sleep(0.5)
+
+        async def send() -> object:
+            return await js.publish("bench.t", PAYLOAD)
+
+        m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
+        procs = server_cpu(c.pids())
+        m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
+        cfg = ConsumerConfig(ack_policy=AckPolicy.NONE)
+        m.drain = await nats_drain(js, "bench.t", "drain", cfg, sent + LATENCY_SENDS, None)
+
+        async def send_seq(seq: int) -> object:
+            return await js.publish("bench.f", numbered(seq))
+
+        async def recover() -> None:
+            return None  # nats-py reconnects to another server by itself
+
+        async def leader() -> int:
+            info = await js.stream_info("BENCH")
+            name = info.cluster.leader if info.cluster else None
+            return [n.name for n in c.nodes].index(name or "")
+
+        async def restart(i: int) -> None:
+            c.start_node(i)
+            from bench.peer_launchers import wait_port
+            await wait_port(c.nodes[i].port, lambda: c.log_tail(i))
+            await asyncio.sleep(2)  # let it catch up before the next kill
+
+        producer = AckedProducer(send_seq, recover)
+        m.failover = await peer_failover(producer, leader, c.kill, restart)
+        m.acked = len(producer.acked)
+        seen: set[int] = set()
+        await nats_drain(js, "bench.f", "check", cfg, None, seen)
+        m.lost = len(producer.acked - seen)
+        await nc.close()
+    except Exception as e:
+        m.error = f"{type(e).__name__}: {e}"[:300]
+    finally:
+        await asyncio.to_thread(c.close)
+    return m
+
+
+async def ignore_error(e: Exception) -> None:
+    """Connections broken by the kills are expected; the producer's gaps measure them."""
+
+
+async def nats_drain(js: object, subject: str, durable: str, cfg: object, expect: int | None,
+                     seen: set[int] | None) -> float:
+    sub = await js.pull_subscribe(subject, durable=durable, config=cfg)  # type: ignore[attr-defined]
+    count = 0
+    started = time.perf_counter()
+    last = started
+    while expect is None or count < expect:
+        try:
+            msgs = await sub.fetch(256, timeout=1.0 if expect is None else 10)
+        except Exception:
+            break
+        for msg in msgs:
+            if seen is not None:
+                seen.add(id_of(msg.data))
+        count += len(msgs)
+        last = time.perf_counter()
+    await sub.unsubscribe()
+    return count / max(1e-9, last - started)
+
+
+# ---- mqcluster (the existing HA bench groups and helpers) ----
+
+async def measure_mqcluster(system: str, g: ha.FaultTarget, brokers: list[object],
+                            leader: int) -> Measured:
+    m = Measured(system)
+    addr = brokers[leader].addr  # type: ignore[attr-defined]
+    async with AdminClient(broker_addr=addr) as admin:
+        await admin.create_topic(ha.TOPIC, queue_nums=8)
+    async with Producer(broker_addr=addr, retries=0) as producer:
+        async def send() -> object:
+            return await producer.send(Message(ha.TOPIC, PAYLOAD))
+
+        m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
+        pids = [b.proc.pid for b in brokers]  # type: ignore[attr-defined]
+        order = [leader] + [i for i in range(3) if i != leader]
+        procs: dict[str, Callable[[], float]] = {
+            ("leader" if i == leader else f"replica{i + 1}"): partial(cpu_seconds, [pids[i]])
+            for i in order}
+        procs["client"] = partial(cpu_seconds, [os.getpid()])
+        m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
+    async with PullConsumer("bench-drain", broker_addr=addr) as consumer:
+        count = 0
+        started = time.perf_counter()
+        while count < sent + LATENCY_SENDS:
+            got = await consumer.receive(ha.TOPIC, 32)
+            if not got:
+                break
+            count += len(got)
+        m.drain = count / (time.perf_counter() - started)
+    before = await topic_size(addr)
+    ha.KILLS, ha.HANGS = KILLS, 0
+    kills, _, clock = await ha.failover_clocked(g)
+    m.failover = kills
+    new = brokers[await g.wait_master()].addr  # type: ignore[attr-defined]
+    # AckClock sends to ha.TOPIC only: everything it saw acknowledged must be stored.
+    m.acked = len(clock.acks)
+    m.lost = max(0, m.acked - (await topic_size(new) - before))
+    return m
+
+
+async def topic_size(addr: str) -> int:
+    async with AdminClient(broker_addr=addr) as admin:
+        return sum([await admin.max_offset(ha.TOPIC, q) for q in range(8)])
+
+
+async def measure_controller(root: Path) -> Measured:
+    from tests.ha.cluster import ProcessGroup
+
+    g = ProcessGroup(root / "controller")
+    try:
+        await g.start()
+        await g.wait_sync_state_set(3)
+        leader = await g.wait_master()
+        await g.wait_ready()
+        return await measure_mqcluster("mqcluster controller", g, list(g.brokers), leader)
+    except Exception as e:
+        return Measured("mqcluster controller", error=f"{type(e).__name__}: {e}"[:300])
+    finally:
+        await g.close()
+
+
+async def measure_dledger(root: Path) -> Measured:
     from tests.ha.dledger_cluster import DLedgerProcessGroup
 
-    if mode == "Controller":
-        res = Result("mqcluster controller mode (allAckInSyncStateSet)")
-        group: ProcessGroup | DLedgerProcessGroup = ProcessGroup(root / "mq-ctl")
-    else:
-        res = Result("mqcluster DLedger mode")
-        group = DLedgerProcessGroup(root / "mq-dl")
+    g = DLedgerProcessGroup(root / "dledger")
     try:
-        await group.start()
-        m = await group.wait_master()
-        await group.wait_ready()
-        addr = group.brokers[m].addr
-        pids = [b.proc.pid for b in group.brokers if b.proc is not None]
-        topic = "PeerBench"
-        for b in group.brokers:
-            async with AdminClient(broker_addr=b.addr) as admin:
-                await admin.create_topic(topic, queue_nums=8)
-        async with Producer(broker_addr=addr, auto_batch=True, retries=0) as producer:
-            async def publish(payload: bytes) -> None:
-                await producer.send(Message(topic, payload))
-
-            cpu0 = cpu_seconds(pids)
-            lat = await sync_latency(publish, SYNC_N)
-            res.p50_ms, res.p99_ms = percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3
-            n = await pipelined(publish, SECONDS, WINDOW)
-            res.pipelined = n / SECONDS
-            res.cpu_us = (cpu_seconds(pids) - cpu0) / (n + SYNC_N) * 1e6
-        total = n + SYNC_N
-        async with PullConsumer("PeerDrain", broker_addr=addr) as consumer:
-            got, t0 = 0, time.perf_counter()
-            while got < total:
-                batch = await consumer.receive(topic, 256)
-                if not batch:
-                    break
-                got += len(batch)
-                await consumer.commit()
-            res.drain = got / (time.perf_counter() - t0)
-        for b in group.brokers:  # the failover producer's topic, on every replica
-            async with AdminClient(broker_addr=b.addr) as admin:
-                await admin.create_topic(ha.TOPIC, queue_nums=4)
-        assert group.namesrv is not None
-        proxy = await (start_proxy(root, GROUP, controllerAddr=group.controllers.controller_addr)
-                       if isinstance(group, ProcessGroup)
-                       else start_proxy(root, "dledger-a", namesrvAddr=group.namesrv.addr))
-        acked: list[int] = []
-        try:
-            res.failover, _, _ = await ha.failover(group, proxy.addr, KILLS, 0, acked)
-        finally:
-            await proxy.kill()
-        master = group.brokers[await group.wait_master()].addr
-        res.lost = max(0, acked[0] - await stored_count(master, ha.TOPIC))
+        await g.start()
+        leader = await g.wait_leader()
+        await g.wait_caught_up()
+        return await measure_mqcluster("mqcluster dledger", g, list(g.brokers), leader)
+    except Exception as e:
+        return Measured("mqcluster dledger", error=f"{type(e).__name__}: {e}"[:300])
     finally:
-        await group.close()
-    return res
-
-
-async def stored_count(addr: str, topic: str) -> int:
-    """Messages of ``topic`` the master holds (client retries may add duplicates, so a
-    count at least the acknowledged count is what is checked, as for the peers)."""
-    from mqcluster.client import PullConsumer
-
-    total = 0
-    async with PullConsumer("PeerBenchCount", broker_addr=addr) as consumer:
-        for queue in await consumer.queues(topic):
-            total += await consumer.max_offset(queue) - await consumer.min_offset(queue)
-    return total
-
-
-# ----------------------------------------------------------------------------- table
-
-def rows_for(results: list[Result]) -> list[Row]:
-    base = results[0]
-    rows: list[Row] = []
-    for r in results:
-        if r.error:
-            rows.append(Row(NAME, f"{r.system}: not measured", None, note=r.error))
-            continue
-        rows += [
-            Row(NAME, f"{r.system}: sync publish p50", r.p50_ms, "ms",
-                note=f"p99 {r.p99_ms:.2f} ms" if r.p99_ms is not None else ""),
-            Row(NAME, f"{r.system}: pipelined publish ({WINDOW} outstanding)", r.pipelined,
-                "msgs/s",
-                note=f"CPU us/msg, servers: {r.cpu_us:.0f}" if r.cpu_us else ""),
-            Row(NAME, f"{r.system}: consumer drain", r.drain, "msgs/s"),
-        ]
-        if r.failover:
-            rows.append(Row(NAME, f"{r.system}: failover gap after SIGKILL of the leader "
-                                  f"(median)", statistics.median(r.failover), "s",
-                            note=f"max {max(r.failover):.2f} s over {len(r.failover)}; "
-                                 f"acknowledged but lost: {r.lost}"))
-    return ratio_rows(base, results, rows)
-
-
-def ratio_rows(base: Result, results: list[Result], rows: list[Row]) -> list[Row]:
-    for r in results[1:]:
-        if r.error or base.error or r.system.startswith("mqcluster"):
-            continue
-        if r.pipelined and base.pipelined:
-            rows.append(Row(NAME, f"mqcluster / {r.system}: pipelined throughput",
-                            base.pipelined / r.pipelined, "x", ">= 1 x the best peer"))
-        if r.failover and base.failover:
-            rows.append(Row(NAME, f"mqcluster / {r.system}: failover gap (median)",
-                            statistics.median(base.failover) / statistics.median(r.failover),
-                            "x", "<= 1 x the best peer"))
-    return rows
+        await g.close()
 
 
 async def _run(root: Path) -> list[Row]:
-    results: list[Result] = []
-    for label, measure in (
-        ("mqcluster controller mode (allAckInSyncStateSet)",
-         lambda: measure_mqcluster(root, "Controller")),
-        ("mqcluster DLedger mode", lambda: measure_mqcluster(root, "DLedger")),
-        ("NATS JetStream (replicas=3)", lambda: measure_nats(root)),
-        ("RabbitMQ quorum queue (3 members)", lambda: measure_rabbitmq(root)),
-    ):
-        try:
-            results.append(await measure())
-        except PeerUnavailable as exc:
-            results.append(Result(label, error=str(exc)))
-        except Exception as exc:
-            results.append(Result(label, error=f"{type(exc).__name__}: {exc}"[:300]))
-    return rows_for(results)
-
-
-async def measure_rabbitmq(root: Path) -> Result:
-    from bench.peer_rabbitmq import measure
-
-    result: Result = await measure(root / "rabbit", SYNC_N, SECONDS, WINDOW, KILLS)
-    return result
+    results = []
+    for measure in (measure_controller, measure_dledger, measure_rabbit, measure_nats):
+        started = time.monotonic()
+        results.append(await measure(root))
+        print(f"   {results[-1].system}: {time.monotonic() - started:.0f} s"
+              + (f" ({results[-1].error})" if results[-1].error else ""), flush=True)
+    return peer_rows(results)
 
 
 def run() -> list[Row]:
+    # The clients log every connection a SIGKILL breaks; those breaks are the point here.
+    for name in ("aiormq", "aio_pika", "nats"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         return asyncio.run(_run(Path(tmp)))

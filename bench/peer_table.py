@@ -1,0 +1,91 @@
+"""The peers table: one measurement set per system, rows with mqcluster-to-peer ratios.
+
+Pure: takes measurements, returns ``Row``s; no servers, no clocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bench import Row
+
+NAME = "peers"
+OURS = ("mqcluster controller", "mqcluster dledger")
+
+
+@dataclass
+class Measured:
+    """What one system did in the peers bench; ``error`` when it could not run."""
+
+    system: str
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    pipelined: float | None = None  # msgs/s
+    drain: float | None = None  # msgs/s
+    failover: list[float] = field(default_factory=list)  # gap per kill, s
+    acked: int = 0  # acknowledged during failover
+    lost: int | None = None  # acknowledged but not readable afterwards
+    cpu_us: dict[str, float] = field(default_factory=dict)  # per process, pipelined phase
+    error: str = ""
+
+
+Metric = tuple[str, str, Callable[[Measured], float | None]]
+
+METRICS: list[Metric] = [
+    ("sync publish latency p50", "ms", lambda m: m.p50_ms),
+    ("sync publish latency p99", "ms", lambda m: m.p99_ms),
+    ("pipelined publish", "msgs/s", lambda m: m.pipelined),
+    ("consumer drain", "msgs/s", lambda m: m.drain),
+    ("failover gap after leader SIGKILL (median)", "s",
+     lambda m: sorted(m.failover)[len(m.failover) // 2] if m.failover else None),
+    ("failover gap after leader SIGKILL (max)", "s",
+     lambda m: max(m.failover) if m.failover else None),
+    ("acknowledged but lost after failover", "msgs",
+     lambda m: None if m.lost is None else float(m.lost)),
+]
+
+
+def ratio(ours: float | None, theirs: float | None) -> str:
+    if ours is None or theirs is None or theirs == 0:
+        return "n/a"
+    return f"{ours / theirs:.2f}"
+
+
+def ratio_note(metric: Callable[[Measured], float | None], peer: Measured,
+               ours: list[Measured]) -> str:
+    return "; ".join(f"{o.system}/{peer.system} = {ratio(metric(o), metric(peer))}"
+                     for o in ours)
+
+
+def cpu_note(m: Measured) -> str:
+    if not m.cpu_us:
+        return ""
+    parts = ", ".join(f"{k} {v:.0f}" for k, v in m.cpu_us.items())
+    return f"CPU us/msg (pipelined): {parts}; servers {sum_servers(m):.0f}"
+
+
+def sum_servers(m: Measured) -> float:
+    return sum(v for k, v in m.cpu_us.items() if k != "client")
+
+
+def peer_rows(results: list[Measured]) -> list[Row]:
+    """Each metric for each system; peers' rows carry the ratio of each mqcluster mode
+    to them. A system that could not run gets one row saying why."""
+    ours = [m for m in results if m.system in OURS and not m.error]
+    rows: list[Row] = []
+    for m in results:
+        if m.error:
+            rows.append(Row(NAME, f"{m.system}: not measured", None, note=m.error))
+    ok = [m for m in results if not m.error]
+    for label, unit, metric in METRICS:
+        for m in ok:
+            if label.startswith("acknowledged"):  # a count, not a rate: no ratio
+                note = f"{m.acked} acknowledged during the kills"
+            else:
+                note = "" if m.system in OURS else ratio_note(metric, m, ours)
+            rows.append(Row(NAME, f"{m.system}: {label}", metric(m), unit, note=note))
+    for m in ok:
+        rows.append(Row(NAME, f"{m.system}: server CPU per message (pipelined)",
+                        sum_servers(m) if m.cpu_us else None, "us/msg", note=cpu_note(m)))
+    return rows

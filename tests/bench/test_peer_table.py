@@ -1,0 +1,58 @@
+"""The peers table from fake measurements: rows, ratios, CPU sums, errors."""
+
+from __future__ import annotations
+
+from bench import Row
+from bench.peer_table import Measured, peer_rows, ratio
+
+
+def fake(system: str, scale: float) -> Measured:
+    return Measured(system, p50_ms=1.0 * scale, p99_ms=4.0 * scale, pipelined=1000 * scale,
+                    drain=5000 * scale, failover=[0.5 * scale, 0.2 * scale, 2.0 * scale],
+                    acked=100, lost=0, cpu_us={"node1": 10 * scale, "node2": 5 * scale,
+                                               "client": 100.0})
+
+
+def by_metric(rows: list[Row], metric: str) -> Row:
+    return next(r for r in rows if r.metric == metric)
+
+
+def test_peer_rows_carry_each_mqcluster_mode_to_peer_ratio() -> None:
+    rows = peer_rows([fake("mqcluster controller", 1), fake("mqcluster dledger", 2),
+                      fake("NATS JetStream", 4)])
+    nats = by_metric(rows, "NATS JetStream: pipelined publish")
+    assert nats.value == 4000
+    assert nats.note == ("mqcluster controller/NATS JetStream = 0.25; "
+                         "mqcluster dledger/NATS JetStream = 0.50")
+    assert by_metric(rows, "mqcluster controller: pipelined publish").note == ""
+
+
+def test_failover_median_and_max_and_loss() -> None:
+    rows = peer_rows([fake("mqcluster controller", 1)])
+    assert by_metric(rows, "mqcluster controller: failover gap after leader SIGKILL "
+                           "(median)").value == 0.5
+    assert by_metric(rows, "mqcluster controller: failover gap after leader SIGKILL "
+                           "(max)").value == 2.0
+    lost = by_metric(rows, "mqcluster controller: acknowledged but lost after failover")
+    assert lost.value == 0 and lost.note.startswith("100 acknowledged")
+
+
+def test_server_cpu_excludes_the_client() -> None:
+    row = by_metric(peer_rows([fake("NATS JetStream", 1)]),
+                    "NATS JetStream: server CPU per message (pipelined)")
+    assert row.value == 15
+    assert "node1 10, node2 5, client 100" in row.note
+
+
+def test_a_peer_that_could_not_start_gets_one_row_with_the_error() -> None:
+    rows = peer_rows([fake("mqcluster controller", 1),
+                      Measured("RabbitMQ quorum queue", error="RuntimeError: boom")])
+    failed = [r for r in rows if r.metric.startswith("RabbitMQ")]
+    assert len(failed) == 1
+    assert failed[0].value is None and failed[0].note == "RuntimeError: boom"
+
+
+def test_ratio_of_missing_or_zero_is_not_available() -> None:
+    assert ratio(None, 1.0) == "n/a"
+    assert ratio(1.0, 0.0) == "n/a"
+    assert ratio(3.0, 2.0) == "1.50"
