@@ -10,6 +10,7 @@ import pytest
 
 from mqcluster.admin.ops import dledger_status
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
+from mqcluster.client import AdminClient
 from mqcluster.store.message import PutStatus
 from tests.ha.dledger_group import DLedgerGroup
 from tests.ha.group import TOPIC, wait_until
@@ -163,3 +164,17 @@ async def test_an_oversized_batch_is_refused_before_it_enters_the_log(
     assert refused.status is PutStatus.MESSAGE_ILLEGAL
     assert runner.status().last_index == before
     assert bodies(g, leader) == []
+
+
+async def test_followers_copy_the_leaders_topics(tmp_path: Path) -> None:
+    g = DLedgerGroup(tmp_path, slaveSyncInterval=200)
+    try:
+        await g.start()
+        leader = await g.wait_leader()
+        async with AdminClient(broker_addr=g.configs[leader].broker_addr) as admin:
+            await admin.create_topic("CopiedTopic", queue_nums=2)
+        followers = [i for i in range(3) if i != leader]
+        await wait_until(lambda: all(g.broker(i).context.store.topics.get("CopiedTopic")
+                                     for i in followers))
+    finally:
+        await g.stop()

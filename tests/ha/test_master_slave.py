@@ -10,6 +10,7 @@ import pytest
 from mqcluster.broker.config import BrokerConfig, check_broker_config
 from mqcluster.broker.http_server import refresh_gauges
 from mqcluster.broker.server import BrokerServer
+from mqcluster.client import AdminClient
 from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.server import NamesrvServer
 from mqcluster.store.message import MessageRecord, PutStatus
@@ -129,3 +130,10 @@ async def test_sync_master_keeps_every_ack_when_its_disk_is_kept(tmp_path: Path,
         assert [(e.epoch, e.start_offset) for e in again.classic.epochs.entries] == [(1, 0)]
     finally:
         await again.stop()
+
+
+async def test_a_slave_copies_the_masters_topics(pair: Start) -> None:
+    master, slave = await pair("ASYNC_MASTER")
+    async with AdminClient(broker_addr=master.context.config.broker_addr) as admin:
+        await admin.create_topic("CopiedTopic", queue_nums=2)
+    await wait_until(lambda: slave.context.store.topics.get("CopiedTopic") is not None, 15)

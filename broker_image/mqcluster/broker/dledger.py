@@ -26,6 +26,7 @@ from pathlib import Path
 
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
+from mqcluster.broker.slave_sync import MetadataSync
 from mqcluster.ha.dledger_entry import RawEntry, decode_entry, encode_batch, encode_raw_batch
 from mqcluster.raft.node import (
     ProposalError,
@@ -172,12 +173,17 @@ class DLedgerReplication:
         self.rpc = RpcClient(connect_timeout=1.0)
         self._following: asyncio.Task[None] | None = None
         store.writer = self
+        # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
+        # followers copy them from the leader, so a new leader knows them.
+        self.metadata = MetadataSync(ctx, cfg.slaveSyncInterval)
         ctx.set_role(ReplicaRole(self.follower_id, False))
 
     async def start(self) -> None:
         await self.runner.start()
+        self.metadata.start()
 
     async def stop(self) -> None:
+        await self.metadata.stop()
         if self._following is not None:
             self._following.cancel()
             with contextlib.suppress(asyncio.CancelledError):

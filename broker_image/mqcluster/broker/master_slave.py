@@ -16,6 +16,7 @@ import logging
 
 from mqcluster.broker.config import MASTER_ID, BrokerRole
 from mqcluster.broker.context import BrokerContext, ReplicaRole
+from mqcluster.broker.slave_sync import MetadataSync
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.ha.master import HAMasterOptions, HAMasterService
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
@@ -51,6 +52,7 @@ class ClassicReplication:
         self.brokers = BrokerApi(timeout=1.0)
         self._server: asyncio.Server | None = None
         self._following: asyncio.Task[None] | None = None
+        self.metadata = MetadataSync(ctx, cfg.slaveSyncInterval)
         ctx.config_listeners.append(
             lambda _cfg: setattr(self.master, "options", classic_options(ctx)))
 
@@ -65,6 +67,7 @@ class ClassicReplication:
             self.master.activate(MASTER_ID, {MASTER_ID}, 0, self._accept)
         else:
             self.ctx.role_listeners.append(self._role_changed)
+            self.metadata.start()
 
     async def _accept(self, members: set[int]) -> tuple[set[int], int]:
         """No controller: the master's own view of its in-sync slaves is the set."""
@@ -101,6 +104,7 @@ class ClassicReplication:
         return {b: max(0, end - off) for b, off in self.master.slave_offsets().items()}
 
     async def stop(self) -> None:
+        await self.metadata.stop()
         if self._following is not None:
             self._following.cancel()
             with contextlib.suppress(asyncio.CancelledError):

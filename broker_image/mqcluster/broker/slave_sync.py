@@ -9,6 +9,8 @@ again, never miss one).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
@@ -50,3 +52,34 @@ async def sync_from_master(ctx: BrokerContext, api: BrokerApi) -> None:
     if offsets.get("offsetTable") is not None and offsets != store.offsets.encode():
         store.offsets.decode(offsets)
         store.offsets.dirty = True
+
+
+class MetadataSync:
+    """``sync_from_master`` every ``interval_ms`` while started: what a replica that is
+    not the master runs in DLedger and master-slave modes (controller mode's
+    ReplicasManager runs the same round on its own schedule)."""
+
+    def __init__(self, ctx: BrokerContext, interval_ms: int) -> None:
+        self.ctx = ctx
+        self.interval = interval_ms / 1000
+        self.api = BrokerApi(timeout=1.0)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="slave-sync")
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await sync_from_master(self.ctx, self.api)
+            except Exception as exc:  # the master restarting or moving: next round
+                log.debug("metadata sync from the master failed: %s", exc)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.api.close()
