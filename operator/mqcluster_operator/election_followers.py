@@ -33,6 +33,7 @@ from .views import Reads
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 TARGET_TTL = 30.0
+WRITE_MEMORY = 30.0  # how long an own status write may stay unseen by the index
 Clock = Callable[[], str]
 
 
@@ -86,6 +87,10 @@ class BrokerGroupFollower:
         self._selector: dict[str, str] | None = None
         self._target_at = float("-inf")
         self._generation: int | None = None
+        # The status fields this follower last wrote. It is their only writer, so while
+        # it lives its memory is newer than an index that has not yet seen the write.
+        self._wrote: dict[str, Any] = {}
+        self._wrote_at = float("-inf")
 
     async def close(self) -> None:
         if self.sub is not None:
@@ -175,6 +180,7 @@ class BrokerGroupFollower:
         ns, name = meta["namespace"], meta["name"]
         ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
         status = dict(body.get("status") or {})
+        status.update({k: v for k, v in self._wrote.items() if k != "conditions"})
         broker_name = spec.broker_name(name)
         generation = meta.get("generation")
         recent = time.monotonic() - self._target_at < TARGET_TTL
@@ -226,8 +232,12 @@ class BrokerGroupFollower:
         if plan.changed and plan.master_pod:
             metrics.RELABEL_SECONDS.observe(time.monotonic() - started)
             metrics.MASTER_CHANGES.labels(ref.namespace, ref.name).inc()
-        if differs(plan.status, status):
+        # Written a moment ago and not yet seen by the index: not again.
+        just_written = (plan.status == self._wrote
+                        and time.monotonic() - self._wrote_at < WRITE_MEMORY)
+        if differs(plan.status, status) and not just_written:
             await self.api.write_status(ref, plan.status, conditions.FOLLOWER)
+            self._wrote, self._wrote_at = dict(plan.status), time.monotonic()
         if plan.event:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])
             await self.api.post_event(build_event(body, *plan.event, now))
