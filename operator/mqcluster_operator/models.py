@@ -362,8 +362,13 @@ class ReplicaStatus(CRModel):
 
 class MigrationStatus(CRModel):
     step: str = ""
-    """WritesOff, Draining, Stopping, Clearing, Restarting, Verifying, WritesOn or Done."""
-    startedAt: str | None = None
+    """Draining, Stopping, Restarting, then Done; or Failed / Aborted."""
+    id: str | None = None
+    """Names this migration; the pods clear their stores once per id."""
+    startedAt: float | None = None
+    """Unix time the writes were turned off."""
+    since: float | None = None
+    """Unix time the current step began (for the drain timeout and window)."""
     progress: str = ""
 
 
