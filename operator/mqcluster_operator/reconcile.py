@@ -11,7 +11,9 @@ from pydantic import BaseModel, ValidationError
 from . import conditions, names
 from .events import REASON_INVALID_SPEC
 from .manifests import Owner, SpecError, build_brokergroup, build_controller, controller_view
+from .manifests.broker import for_migration
 from .manifests.controller import ControllerView
+from .migration import rendering
 from .models import BrokerGroupSpec, ControllerSpec, mode_change_allowed
 
 Obj = dict[str, Any]
@@ -120,18 +122,24 @@ def plan_brokergroup(
             message = f"Controller {ref[0]}/{ref[1]} has an invalid spec"
             return not_ready(body, "ControllerInvalid", message, now, "Pending")
     owner = Owner.from_body(body)
-    refusal = transition_refusal(body.get("status") or {}, spec, owner.name)
+    status = body.get("status") or {}
+    refusal = transition_refusal(status, spec, owner.name)
     if refusal is not None:
         return not_ready(body, refusal[0], refusal[1], now, "Failed")
+    # A DLedger group moving to controller mode keeps its mode until the migration
+    # (driven by the group's follower, recorded in status.migration) clears its stores.
+    render = rendering(spec, status.get("appliedMode"), status.get("migration"))
+    built = spec if render.mode == spec.mode else spec.model_copy(update={"mode": render.mode})
     try:
-        objects = build_brokergroup(owner, spec, view)
+        objects = for_migration(build_brokergroup(owner, built, view), spec,
+                                render.stopped, render.clear_store)
     except SpecError as exc:
         return not_ready(body, REASON_INVALID_SPEC, str(exc), now, "Failed")
     return Outcome(
         objects=objects,
         status={
             "observedGeneration": generation(body),
-            "appliedMode": spec.mode,
+            "appliedMode": render.mode,
             "appliedBrokerName": spec.broker_name(owner.name),
         },
         statefulset=owner.name,
@@ -144,17 +152,13 @@ def transition_refusal(
     """(reason, message) when the spec changes what cannot change on running brokers.
 
     Compared with what the objects were last built for (``status.applied*``), so the
-    check holds across resyncs and operator restarts. A DLedger group asked to move
-    to controller mode is left as it is: its stores need the migration procedure.
+    check holds across resyncs and operator restarts. DLedger to Controller is the
+    one mode change allowed: the migration (``migration.py``) carries it out.
     """
     applied_mode = status.get("appliedMode")
-    if applied_mode and applied_mode != spec.mode:
-        if not mode_change_allowed(applied_mode, spec.mode):
-            return REASON_INVALID_SPEC, (
-                f"mode cannot change from {applied_mode} to {spec.mode}")
-        return "MigrationNotSupported", (
-            f"moving from {applied_mode} to {spec.mode} needs the store migration,"
-            " which this operator version does not perform; objects are left unchanged")
+    if applied_mode and applied_mode != spec.mode \
+            and not mode_change_allowed(applied_mode, spec.mode):
+        return REASON_INVALID_SPEC, f"mode cannot change from {applied_mode} to {spec.mode}"
     applied_name = status.get("appliedBrokerName")
     if applied_name and applied_name != spec.broker_name(name):
         return REASON_INVALID_SPEC, f"brokerName is immutable (was {applied_name})"

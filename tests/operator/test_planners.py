@@ -220,11 +220,36 @@ def test_mode_and_name_changes_are_refused_against_what_was_applied() -> None:
     controller = body("Controller", {"deployment": "EmbeddedInNamesrv"}, name="mqc")
     migrate = {**spec, "mode": "Controller", "controllerRef": {"name": "mqc"}}
     to_ctl = plan_brokergroup({**body("BrokerGroup", migrate), "status": status}, controller, NOW)
-    assert to_ctl.objects == []
-    assert to_ctl.status["conditions"][0]["reason"] == "MigrationNotSupported"
+    assert to_ctl.status["appliedMode"] == "DLedger"  # until the migration clears the stores
     renamed = plan_brokergroup(
         {**body("BrokerGroup", {**spec, "brokerName": "y"}), "status": status}, None, NOW)
     assert "brokerName is immutable" in renamed.status["conditions"][0]["message"]
+
+
+def test_a_migration_renders_dledger_then_no_pods_then_controller_mode_clearing_stores() -> None:
+    spec = {"mode": "Controller", "replicas": 3, "controllerRef": {"name": "mqc"}}
+    controller = body("Controller", {"deployment": "EmbeddedInNamesrv"}, name="mqc")
+
+    def planned(migration: dict[str, Any] | None) -> tuple[str, dict[str, Any], str]:
+        status = {"appliedMode": "DLedger", "appliedBrokerName": "x", "migration": migration}
+        out = plan_brokergroup({**body("BrokerGroup", spec), "status": status}, controller, NOW)
+        sts = next(o for o in out.objects if o["kind"] == "StatefulSet")
+        conf = next(o for o in out.objects if o["kind"] == "ConfigMap")["data"]["broker.conf"]
+        return out.status["appliedMode"], sts["spec"], conf
+
+    mode, sts, conf = planned({"step": "Draining", "id": "m7"})
+    assert mode == "DLedger" and sts["replicas"] == 3 and "enableDLegerCommitLog=true" in conf
+    assert "initContainers" not in sts["template"]["spec"]
+    mode, sts, conf = planned({"step": "Stopping", "id": "m7"})
+    assert mode == "DLedger" and sts["replicas"] == 0
+    for step in ("Restarting", "Done"):
+        mode, sts, conf = planned({"step": step, "id": "m7"})
+        assert mode == "Controller" and sts["replicas"] == 3
+        assert "enableControllerMode=true" in conf and "enableDLegerCommitLog" not in conf
+        init = sts["template"]["spec"]["initContainers"]
+        assert [c["name"] for c in init] == ["clear-store"]
+        assert init[0]["command"][:3] == ["python", "-m", "mqcluster.store.clear"]
+        assert "m7" in init[0]["command"] and "config/topics.json" in init[0]["command"]
 
 
 def test_prestop_identity_and_successor() -> None:

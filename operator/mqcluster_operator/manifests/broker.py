@@ -244,3 +244,38 @@ def build_brokergroup(
         read_service(owner, spec),
         services.pod_disruption_budget(owner, names.pdb(owner.name), obj_labels, selector),
     ]
+
+
+def clear_store_container(spec: BrokerGroupSpec, migration_id: str) -> Obj:
+    """The init container that clears a DLedger store once for a migration to controller
+    mode, keeping ``spec.migration.keepFiles`` (``python -m mqcluster.store.clear``)."""
+    command = ["python", "-m", "mqcluster.store.clear", "--store", pods.DATA_DIR,
+               "--id", migration_id]
+    for path in spec.migration.keepFiles:
+        command += ["--keep", path]
+    return {
+        "name": "clear-store",
+        "image": spec.image_ref(),
+        "imagePullPolicy": spec.imagePullPolicy,
+        "command": command,
+        "securityContext": pods.container_security_context(),
+        "volumeMounts": [{"name": "data", "mountPath": pods.DATA_DIR}],
+    }
+
+
+def for_migration(objects: list[Obj], spec: BrokerGroupSpec, stopped: bool,
+                  clear_store: str | None) -> list[Obj]:
+    """The group's objects while a migration stops its pods or clears their stores."""
+    out = []
+    for obj in objects:
+        if obj["kind"] == "StatefulSet" and (stopped or clear_store):
+            obj = {**obj, "spec": dict(obj["spec"])}
+            if stopped:
+                obj["spec"]["replicas"] = 0
+            if clear_store:
+                template = obj["spec"]["template"]
+                pod_spec = {**template["spec"],
+                            "initContainers": [clear_store_container(spec, clear_store)]}
+                obj["spec"]["template"] = {**template, "spec": pod_spec}
+        out.append(obj)
+    return out
