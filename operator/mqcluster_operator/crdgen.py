@@ -78,6 +78,8 @@ KINDS: tuple[Kind, ...] = (
             {"name": "Epoch", "type": "integer", "jsonPath": ".status.masterEpoch"},
             READY_COLUMN,
             {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1},
+            {"name": "Migration", "type": "string", "jsonPath": ".status.migration.step",
+             "priority": 1},
             AGE_COLUMN,
         ),
         spec_required=True,

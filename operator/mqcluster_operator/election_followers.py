@@ -25,6 +25,8 @@ from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
 from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
 from .manifests.meta import selector_labels
+from .migration import FINAL, MigrationFacts, plan_migration
+from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
@@ -75,10 +77,11 @@ class BrokerGroupFollower:
 
     def __init__(
         self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any,
-        reads: Reads | None = None,
+        reads: Reads | None = None, driver: MigrationDriver | None = None,
     ) -> None:
         self.api = api
         self.reads: Reads = reads or api
+        self.driver: MigrationDriver = driver or AdminDriver()
         self.hub = hub
         self.clock = clock
         self.log = logger
@@ -86,7 +89,7 @@ class BrokerGroupFollower:
         self._key: tuple[ProbeTarget, str] | None = None
         self._selector: dict[str, str] | None = None
         self._target_at = float("-inf")
-        self._generation: int | None = None
+        self._generation: tuple[int | None, str] | None = None
         # The status fields this follower last wrote. It is their only writer, so while
         # it lives its memory is newer than an index that has not yet seen the write.
         self._wrote: dict[str, Any] = {}
@@ -128,8 +131,10 @@ class BrokerGroupFollower:
         return True
 
     async def target(self, body: Mapping[str, Any], spec: BrokerGroupSpec) -> ProbeTarget | None:
+        """Where the election is read: the mode the pods run in (a group being migrated
+        runs DLedger until its stores are cleared)."""
         meta = body["metadata"]
-        if spec.mode == "Controller":
+        if running_mode(body, spec) == "Controller":
             ref = controller_ref(body)
             if ref is None:
                 return None
@@ -184,6 +189,7 @@ class BrokerGroupFollower:
         broker_name = spec.broker_name(name)
         generation = meta.get("generation")
         recent = time.monotonic() - self._target_at < TARGET_TTL
+        generation = (generation, running_mode(body, spec))
         if self._key is not None and self._key[1] == broker_name and (
                 changed or (recent and generation == self._generation)):
             target: ProbeTarget | None = self._key[0]
@@ -215,10 +221,83 @@ class BrokerGroupFollower:
         }
         pods = [PodInfo.of(p) for p in raw_pods]
         status = await self.follow(body, ref, status, latest, pods, now)
+        if await self.migrate(body, ref, spec, status, pods, latest):
+            return
         await self.switchover(body, ref, spec, status, sub.probe)
         if await self.restart(body, ref, spec, status, pods):
             return
         await self.upgrade(body, ref, spec, status, pods, revisions, sub.probe)
+
+    async def migrate(
+        self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+        status: Mapping[str, Any], pods: list[PodInfo], election: Election,
+    ) -> bool:
+        """One step of a DLedger-to-Controller migration; True while one is under way
+        (restarts and upgrades wait for it)."""
+        meta = body["metadata"]
+        annotation = (meta.get("annotations") or {}).get(names.ANNOTATION_MIGRATION)
+        recorded = status.get("migration") or None
+        applied = status.get("appliedMode")
+        if recorded is None and not (spec.mode == "Controller" and applied == "DLedger"):
+            return False
+        facts = await self.migration_facts(body, spec, status, recorded, pods, election)
+        step = plan_migration(spec, applied, recorded, annotation, facts)
+        if step is None:
+            return False
+        brokers = [f"{names.pod_dns(ref.name, i, ref.namespace)}:{spec.ports.listen}"
+                   for i in range(spec.replicas)]
+        if step.action is not None:
+            await self.driver.set_writes(brokers, on=step.action == "writes_on")
+        patch: dict[str, Any] = {}
+        if step.status is not None:
+            patch["migration"] = step.status or None
+        if step.condition is not None:
+            conds = conditions.set_condition(status.get("conditions", []), "Migrating",
+                                             *step.condition, self.clock())
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.api.write_status(ref, patch, conditions.FOLLOWER)
+        if step.clear_annotation:
+            await self.api.patch(
+                ref, {"metadata": {"annotations": {names.ANNOTATION_MIGRATION: None}}})
+        if step.event is not None:
+            self.log.info("%s/%s: %s", ref.namespace, ref.name, step.event[1])
+            await self.api.post_event(build_event(body, step.event[0], "Migration",
+                                                  step.event[1], self.clock()))
+        current = (step.status if step.status is not None else recorded) or {}
+        return bool(current) and current.get("step") not in FINAL
+
+    async def migration_facts(
+        self, body: Mapping[str, Any], spec: BrokerGroupSpec, status: Mapping[str, Any],
+        recorded: Mapping[str, Any] | None, pods: list[PodInfo], election: Election,
+    ) -> MigrationFacts:
+        ref = controller_ref(body)
+        controller = (await self.reads.get(Ref(names.API_VERSION, "Controller", *ref))
+                      if ref else None)
+        ready = conditions.get_condition(
+            ((controller or {}).get("status") or {}).get("conditions") or [], "Ready") or {}
+        leader = status.get("masterPod")
+        lag = None
+        step = (recorded or {}).get("step")
+        if leader and step in (None, "Draining") \
+                and spec.migration.drainPolicy == "WaitForConsumers":
+            ns = body["metadata"]["namespace"]
+            ordinal = leader.rsplit("-", 1)[-1]
+            lag = await self.driver.lag(
+                f"{names.pod_dns(body['metadata']['name'], int(ordinal), ns)}"
+                f":{spec.ports.listen}")
+        return MigrationFacts(
+            now=time.time(),
+            controller_ready=ready.get("status") == "True",
+            ready_replicas=int(status.get("readyReplicas") or 0),
+            leader=leader,
+            lag=lag,
+            pods=len(pods),
+            registered=sum(1 for r in election.replicas if r.broker_id is not None and r.alive),
+            master=leader if step not in (None, "Draining", "Stopping") else None,
+            sync_state_set=len(status.get("syncStateSet") or []),
+        )
 
     async def follow(
         self, body: Mapping[str, Any], ref: Ref, status: dict[str, Any], election: Election,
@@ -321,6 +400,10 @@ class BrokerGroupFollower:
                 patch["conditions"] = conds
         if patch:
             await self.api.write_status(ref, patch, conditions.FOLLOWER)
+
+
+def running_mode(body: Mapping[str, Any], spec: BrokerGroupSpec) -> str:
+    return str((body.get("status") or {}).get("appliedMode") or spec.mode)
 
 
 class ControllerFollower:

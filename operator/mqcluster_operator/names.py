@@ -21,6 +21,7 @@ ROLE_SLAVE = "slave"
 ANNOTATION_PAUSE = "mqcluster.io/pause-reconciliation"
 ANNOTATION_SWITCHOVER = "mqcluster.io/switchover-to"
 ANNOTATION_RESTART = "mqcluster.io/restart"
+ANNOTATION_MIGRATION = "mqcluster.io/migration"  # start | abort
 ANNOTATION_CONFIG_HASH = "mqcluster.io/config-hash"
 ANNOTATION_RESTARTED_AT = "mqcluster.io/restarted-at"
 

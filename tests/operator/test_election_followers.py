@@ -100,3 +100,122 @@ async def test_a_second_master_change_names_the_first_master_though_the_index_la
         "master changed from g-1 to g-0 (epoch 2)",
     ]
     assert [s["masterPod"] for s in api.statuses] == ["g-1", "g-0"]
+
+
+class MigrationWorld:
+    """A BrokerGroup, its Controller and pods; ``settle`` plays the reconciler and the
+    kubelet after each follower step: objects rendered as the recorded migration says,
+    pods stopped or started, replicas registering with the controller once running."""
+
+    def __init__(self) -> None:
+        self.body: dict[str, Any] = {
+            "apiVersion": names.API_VERSION, "kind": "BrokerGroup",
+            "metadata": {"name": "g", "namespace": NS, "uid": "u1", "generation": 2,
+                         "annotations": {}},
+            "spec": {"mode": "Controller", "replicas": 3, "controllerRef": {"name": "ctl"}},
+            "status": {"appliedMode": "DLedger", "readyReplicas": 3},
+        }
+        self.controller = {
+            "apiVersion": names.API_VERSION, "kind": "Controller",
+            "metadata": {"name": "ctl", "namespace": NS},
+            "spec": {"replicas": 3},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+        self.pods = [pod(i) for i in range(3)]
+        self.hub = FixedHub()
+        self.events: list[str] = []
+        self.steps: list[str] = []
+
+    async def get(self, ref: Ref) -> dict[str, Any] | None:
+        return {"BrokerGroup": self.body, "Controller": self.controller}.get(ref.kind)
+
+    async def list(self, ref: Ref, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        return list(self.pods)
+
+    async def patch(self, ref: Ref, body: Any, subresource: str | None = None) -> None:
+        for key, value in (body.get("metadata", {}).get("annotations") or {}).items():
+            if value is None:
+                self.body["metadata"]["annotations"].pop(key, None)
+
+    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any) -> None:
+        for key, value in status.items():
+            if value is None:
+                self.body["status"].pop(key, None)
+            else:
+                self.body["status"][key] = value
+        step = (status.get("migration") or {}).get("step")
+        if step and (not self.steps or self.steps[-1] != step):
+            self.steps.append(step)
+
+    async def post_event(self, event: dict[str, Any]) -> None:
+        self.events.append(f"{event['reason']}: {event['message']}")
+
+    def settle(self) -> None:
+        from mqcluster_operator.migration import rendering
+        from mqcluster_operator.models import BrokerGroupSpec
+
+        spec = BrokerGroupSpec.model_validate(self.body["spec"])
+        status = self.body["status"]
+        render = rendering(spec, status.get("appliedMode"), status.get("migration"))
+        status["appliedMode"] = render.mode
+        self.pods = [] if render.stopped else [pod(i) for i in range(3)]
+        status["readyReplicas"] = len(self.pods)
+        if render.mode == "DLedger":
+            self.hub.sub.latest = Election(addr(0), 3, None, ())
+        else:
+            replicas = tuple(ReplicaState(i, addr(i), True, True) for i in range(3))
+            self.hub.sub.latest = Election(addr(1), 1, 1, replicas)
+
+
+class DrainingDriver:
+    def __init__(self, lags: list[int]) -> None:
+        self.lags = lags
+        self.writes: list[bool] = []
+
+    async def set_writes(self, brokers: Any, on: bool) -> None:
+        assert len(brokers) == 3
+        self.writes.append(on)
+
+    async def lag(self, broker: str) -> int | None:
+        assert broker.startswith("g-0.")  # the DLedger leader
+        return self.lags.pop(0) if len(self.lags) > 1 else self.lags[0]
+
+
+async def test_a_migration_runs_to_the_end_with_the_operator_restarted_at_every_step() -> None:
+    world, driver = MigrationWorld(), DrainingDriver([5, 2, 0])
+    world.settle()
+    for _ in range(12):
+        follower = BrokerGroupFollower(world, world.hub, lambda: "2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+                                       Log(), reads=world, driver=driver)
+        await follower.step(world.body)
+        world.settle()
+    status = world.body["status"]
+    assert world.steps == ["Draining", "Stopping", "Restarting", "Done"]
+    assert status["appliedMode"] == "Controller" and status["masterPod"] == "g-1"
+    assert driver.writes[0] is False and driver.writes[-1] is True
+    assert True not in driver.writes[:-1]
+    migrating = next(c for c in status["conditions"] if c["type"] == "Migrating")
+    assert (migrating["status"], migrating["reason"]) == ("False", "Completed")
+    assert [e for e in world.events if e.startswith("Migration:")] == [
+        "Migration: migration to controller mode started: writes off",
+        "Migration: drained (0 message(s) left to consume); stopping the pods",
+        "Migration: pods stopped; starting in controller mode, stores cleared except "
+        "config/topics.json, config/subscriptionGroup.json",
+        "Migration: migration completed: master g-1, writes back on",
+    ]
+
+
+async def test_an_abort_while_draining_turns_writes_back_on() -> None:
+    world, driver = MigrationWorld(), DrainingDriver([5])
+    world.settle()
+    follower = BrokerGroupFollower(world, world.hub, lambda: "2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+                                   Log(), reads=world, driver=driver)
+    await follower.step(world.body)
+    world.body["metadata"]["annotations"][names.ANNOTATION_MIGRATION] = "abort"
+    await follower.step(world.body)
+    world.settle()
+    await follower.step(world.body)
+    assert world.steps == ["Draining", "Aborted"]
+    assert driver.writes == [False, True]
+    assert world.body["status"]["appliedMode"] == "DLedger"
+    assert names.ANNOTATION_MIGRATION not in world.body["metadata"]["annotations"]

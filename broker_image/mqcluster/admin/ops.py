@@ -157,6 +157,19 @@ async def consumer_progress(namesrv: str, group: str, topic: str | None) -> Repo
                   {"group": group, "offsetTable": rows, "diffTotal": diff}, errors)
 
 
+async def broker_lag(broker_addr: str) -> int:
+    """Messages the broker's subscription groups have still to consume (the sum of
+    GET_CONSUME_STATS diffs over every group it knows, on the queues each consumes)."""
+    ok, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    groups = sorted(_body(ok[0][1]).get("subscriptionGroupTable") or {})
+    total = 0
+    for group in groups:
+        stats, _ = await _per_broker([broker_addr], codes.GET_CONSUME_STATS,
+                                     {"consumerGroup": group})
+        total += sum(int(r["diff"]) for r in _body(stats[0][1]).get("offsetTable", []))
+    return total
+
+
 async def write_perm(namesrv: str, broker_name: str, add: bool) -> Report:
     code = NamesrvCode.ADD_WRITE_PERM_OF_BROKER if add else NamesrvCode.WIPE_WRITE_PERM_OF_BROKER
     ok, errors = await _per_broker(_addrs(namesrv, "name server"), code,

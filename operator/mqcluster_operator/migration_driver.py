@@ -1,0 +1,39 @@
+"""The brokers' side of a migration: write permission and consumer lag (mqadmin's calls)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mqcluster.admin import ops
+from mqcluster.admin.commands import AdminError
+
+READ_ONLY, READ_WRITE = "4", "6"  # RocketMQ's brokerPermission: PERM_READ, PERM_READ|PERM_WRITE
+
+
+class MigrationDriver(Protocol):
+    async def set_writes(self, brokers: Sequence[str], on: bool) -> None:
+        """Every broker takes writes (or refuses them); raises when one could not be told."""
+        ...
+
+    async def lag(self, broker: str) -> int | None:
+        """Messages still to consume on ``broker``; None when it cannot be asked."""
+        ...
+
+
+class AdminDriver:
+    """Over the brokers' remoting port: ``updateBrokerConfig brokerPermission``, which
+    the brokers apply at once and carry to the name servers (producers route away),
+    and GET_CONSUME_STATS for every subscription group."""
+
+    async def set_writes(self, brokers: Sequence[str], on: bool) -> None:
+        report = await ops.update_broker_config(
+            list(brokers), "brokerPermission", READ_WRITE if on else READ_ONLY)
+        if report.errors:
+            raise AdminError("; ".join(report.errors))
+
+    async def lag(self, broker: str) -> int | None:
+        try:
+            return await ops.broker_lag(broker)
+        except (AdminError, OSError, ValueError, KeyError):
+            return None
