@@ -158,15 +158,20 @@ async def consumer_progress(namesrv: str, group: str, topic: str | None) -> Repo
 
 
 async def broker_lag(broker_addr: str) -> int:
-    """Messages the broker's subscription groups have still to consume (the sum of
-    GET_CONSUME_STATS diffs over every group it knows, on the queues each consumes)."""
+    """Messages the broker's subscription groups have still to consume: GET_CONSUME_STATS
+    diffs summed over every group it knows and every queue of each topic the group has
+    committed an offset on (a group that never consumed a topic is not waited for)."""
     ok, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
     groups = sorted(_body(ok[0][1]).get("subscriptionGroupTable") or {})
     total = 0
     for group in groups:
         stats, _ = await _per_broker([broker_addr], codes.GET_CONSUME_STATS,
                                      {"consumerGroup": group})
-        total += sum(int(r["diff"]) for r in _body(stats[0][1]).get("offsetTable", []))
+        # Every queue of a topic the group consumes counts, also those it never committed on.
+        for topic in sorted({r["topic"] for r in _body(stats[0][1]).get("offsetTable", [])}):
+            per_topic, _ = await _per_broker([broker_addr], codes.GET_CONSUME_STATS,
+                                             {"consumerGroup": group, "topic": topic})
+            total += sum(int(r["diff"]) for r in _body(per_topic[0][1]).get("offsetTable", []))
     return total
 
 
