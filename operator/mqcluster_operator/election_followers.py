@@ -25,7 +25,7 @@ from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
 from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
 from .manifests.meta import selector_labels
-from .migration import FINAL, MigrationFacts, plan_migration
+from .migration import FINAL, MigrationFacts, migrates_first, plan_migration
 from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
@@ -287,7 +287,13 @@ class BrokerGroupFollower:
             lag = await self.driver.lag(
                 f"{names.pod_dns(body['metadata']['name'], int(ordinal), ns)}"
                 f":{spec.ports.listen}")
+        meta = body["metadata"]
+        others = [o for o in await self.reads.list(
+                      Ref(names.API_VERSION, "BrokerGroup", meta["namespace"]), {})
+                  if (o.get("spec") or {}).get("clusterName", "DefaultCluster")
+                  == spec.clusterName]
         return MigrationFacts(
+            waiting_for=migrates_first(meta["name"], others) if step is None else None,
             now=time.time(),
             controller_ready=ready.get("status") == "True",
             ready_replicas=int(status.get("readyReplicas") or 0),

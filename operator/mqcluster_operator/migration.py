@@ -19,7 +19,7 @@ the stores are being cleared and the migration only goes forward.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -55,6 +55,8 @@ class MigrationFacts:
     """Replicas that registered with the controller after the restart."""
     master: str | None = None
     sync_state_set: int = 0
+    waiting_for: str | None = None
+    """Another group of the cluster that migrates first (one group at a time)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,10 @@ def plan_migration(
 
 def begin(spec: BrokerGroupSpec, facts: MigrationFacts,
           annotation: str | None) -> MigrationStep:
+    if facts.waiting_for:
+        return MigrationStep(condition=(
+            False, "WaitingForGroup",
+            f"{facts.waiting_for} migrates first; one group at a time keeps the cluster serving"))
     if not facts.controller_ready:
         return MigrationStep(condition=(
             False, "ControllerNotReady", "the referenced Controller is not Ready"))
@@ -208,6 +214,24 @@ class Rendering:
     """StatefulSet replicas 0 (the DLedger pods stop before the stores are cleared)."""
     clear_store: str | None = None
     """Migration id: each pod clears its store once for it before the broker starts."""
+
+
+def migrates_first(me: str, others: Iterable[Mapping[str, Any]]) -> str | None:
+    """The other group (of the same cluster) that migrates before ``me``: one that is
+    migrating now, or one that waits to start and comes first by name."""
+    for other in sorted(others, key=lambda o: o["metadata"]["name"]):
+        name = other["metadata"]["name"]
+        if name == me:
+            continue
+        status = other.get("status") or {}
+        step = (status.get("migration") or {}).get("step")
+        if step and step not in FINAL:
+            return str(name)
+        wants = ((other.get("spec") or {}).get("mode") == "Controller"
+                 and status.get("appliedMode") == "DLedger")
+        if not step and wants and name < me:
+            return str(name)
+    return None
 
 
 def rendering(spec: BrokerGroupSpec, applied_mode: str | None,

@@ -51,9 +51,13 @@ class IndexedReads:
         return None
 
     async def list(self, ref: Ref, labels: Mapping[str, str]) -> list[Obj]:
-        """Pods only, by their instance label and then every label asked for."""
+        """Pods by their instance label, other kinds by namespace; then every label asked for."""
         index = self._indices[(ref.api_version, ref.kind)]
-        found = index.get((ref.namespace, labels.get(names.LABEL_INSTANCE, "")), ())
+        if ref.kind == "Pod":
+            found = list(index.get((ref.namespace, labels.get(names.LABEL_INSTANCE, "")), ()))
+        else:
+            found = [obj for (ns, _), store in index.items() if ns == ref.namespace
+                     for obj in store]
         return [
             {"apiVersion": ref.api_version, "kind": ref.kind, **obj} for obj in found
             if all(((obj.get("metadata") or {}).get("labels") or {}).get(k) == v

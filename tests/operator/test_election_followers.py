@@ -125,11 +125,14 @@ class MigrationWorld:
         self.hub = FixedHub()
         self.events: list[str] = []
         self.steps: list[str] = []
+        self.other_groups: list[dict[str, Any]] = []
 
     async def get(self, ref: Ref) -> dict[str, Any] | None:
         return {"BrokerGroup": self.body, "Controller": self.controller}.get(ref.kind)
 
     async def list(self, ref: Ref, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        if ref.kind == "BrokerGroup":
+            return [self.body, *self.other_groups]
         return list(self.pods)
 
     async def patch(self, ref: Ref, body: Any, subresource: str | None = None) -> None:
@@ -219,3 +222,23 @@ async def test_an_abort_while_draining_turns_writes_back_on() -> None:
     assert driver.writes == [False, True]
     assert world.body["status"]["appliedMode"] == "DLedger"
     assert names.ANNOTATION_MIGRATION not in world.body["metadata"]["annotations"]
+
+
+async def test_a_group_waits_while_another_group_of_the_cluster_migrates() -> None:
+    world, driver = MigrationWorld(), DrainingDriver([5])
+    world.other_groups = [{
+        "metadata": {"name": "a-group", "namespace": NS},
+        "spec": {"mode": "Controller"},
+        "status": {"appliedMode": "DLedger", "migration": {"step": "Draining", "id": "m1"}},
+    }]
+    world.settle()
+    follower = BrokerGroupFollower(world, world.hub, lambda: "2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+                                   Log(), reads=world, driver=driver)
+    await follower.step(world.body)
+    assert world.steps == [] and driver.writes == []
+    waiting = next(c for c in world.body["status"]["conditions"] if c["type"] == "Migrating")
+    assert waiting["reason"] == "WaitingForGroup" and "a-group" in waiting["message"]
+    world.other_groups[0]["status"]["migration"]["step"] = "Done"
+    world.other_groups[0]["status"]["appliedMode"] = "Controller"
+    await follower.step(world.body)
+    assert world.steps == ["Draining"] and driver.writes == [False]

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from mqcluster_operator.migration import MigrationFacts, Rendering, plan_migration, rendering
+from mqcluster_operator.migration import (
+    MigrationFacts,
+    Rendering,
+    migrates_first,
+    plan_migration,
+    rendering,
+)
 from mqcluster_operator.models import BrokerGroupSpec
 
 
@@ -166,3 +172,33 @@ def test_every_step_resumes_from_its_record() -> None:
         first = plan_migration(spec(), "DLedger", recorded, None, facts)
         second = plan_migration(spec(), "DLedger", recorded, None, facts)
         assert first == second
+
+
+def group(name: str, mode: str = "Controller", applied: str = "DLedger",
+          step: str | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {"appliedMode": applied}
+    if step:
+        status["migration"] = {"step": step}
+    return {"metadata": {"name": name}, "spec": {"mode": mode}, "status": status}
+
+
+@pytest.mark.parametrize(("others", "first"), [
+    ([], None),
+    ([group("b")], None),                        # both wait: "a" comes first by name
+    ([group("0")], "0"),
+    ([group("z", step="Stopping")], "z"),        # one under way goes on
+    ([group("0", step="Done", applied="Controller")], None),
+    ([group("0", step="Failed")], None),         # a failed one does not hold the others
+    ([group("0", mode="DLedger", applied="DLedger")], None),
+])
+def test_one_group_of_a_cluster_migrates_at_a_time(others: list[dict[str, Any]],
+                                                    first: str | None) -> None:
+    assert migrates_first("a", [group("a"), *others]) == first
+
+
+def test_a_group_waiting_for_another_changes_nothing() -> None:
+    facts = MigrationFacts(now=1.0, controller_ready=True, ready_replicas=3, leader="g-0",
+                           waiting_for="other")
+    step = plan_migration(spec(), "DLedger", None, None, facts)
+    assert step is not None and step.action is None and step.status is None
+    assert step.condition is not None and step.condition[1] == "WaitingForGroup"
