@@ -82,7 +82,8 @@ class Harness:
     fake: FakeClusters
 
     async def eventually(
-        self, check: Callable[[], Any], timeout: float = 30.0, what: str = "condition"
+        self, check: Callable[[], Any], timeout: float = 30.0,
+        what: str | Callable[[], str] = "condition",
     ) -> Any:
         deadline = time.monotonic() + timeout
         while True:
@@ -90,7 +91,7 @@ class Harness:
             if result:
                 return result
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
+                raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
             await asyncio.sleep(0.05)
 
     def obj(self, plural: str, name: str, namespace: str) -> dict[str, Any] | None:
@@ -107,7 +108,7 @@ class Harness:
 async def running_operator(
     probe_factory: Callable[[ProbeTarget], Any] | None = None,
     follow_interval: float = 0.1, poll_interval: float = 0.05, reconcile_interval: float = 1.0,
-    reapply_seconds: float = 0.0,
+    reapply_seconds: float = 0.0, **memo_extra: Any,
 ) -> AsyncIterator[Harness]:
     """kopf with our handlers against a fresh emulator; probes are fakes unless given.
     The intervals are short for tests; the bench passes the production ones."""
@@ -129,6 +130,7 @@ async def running_operator(
             follow_interval=follow_interval,
             poll_interval=poll_interval,
             clock=lambda: NOW,
+            **memo_extra,
         )
         # kopf runs in its own thread and loop: at exit it waits for every task of its
         # loop, and the emulator's server-side watch streams must not be among them.

@@ -7,6 +7,7 @@ import json
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from mqcluster.broker.config import BrokerRole
 from mqcluster.broker.context import BrokerContext
 
 
@@ -60,11 +61,20 @@ class HttpEndpoint:
 
     async def health(self, request: web.Request) -> web.Response:
         cfg = self.ctx.config
+        role = self.ctx.role
+        # The role now, not the configured one: controller and DLedger modes move it.
+        if not role.is_master:
+            broker_role = BrokerRole.SLAVE
+        elif cfg.brokerRole is BrokerRole.SLAVE:
+            broker_role = BrokerRole.ASYNC_MASTER
+        else:
+            broker_role = cfg.brokerRole
         data = {
             "status": "UP" if self.ctx.serving else "DOWN",
             "brokerName": cfg.brokerName,
-            "brokerId": cfg.brokerId,
-            "brokerRole": cfg.brokerRole.value,
+            "brokerId": role.broker_id,
+            "brokerRole": broker_role.value,
+            "masterEpoch": role.master_epoch,
             "brokerAddr": self.ctx.addresses.broker,
         }
         return web.Response(

@@ -1,0 +1,208 @@
+"""StatefulSets of the emulator run as real processes: a small kubelet for full-loop tests.
+
+It plays the StatefulSet controller and the kubelet for one namespace: each
+StatefulSet's pods ``0..replicas-1`` run as ``mqbroker`` / ``mqnamesrv`` /
+``mqcontroller`` processes from the ConfigMap the operator rendered (as the pod's
+start script would concatenate it), each on its own 127.0.0.x address, with a
+directory per pod as its PVC. Init containers run first (``python -m ...``
+commands). A Pod object appears once the process has booted (Ready, with its
+address as ``podIP`` and the template's revision as ``controller-revision-hash``);
+a Pod the operator deletes has its process stopped and is started again; pods
+beyond ``replicas`` stop; a process that dies is restarted (restartPolicy Always).
+The StatefulSet's status (readyReplicas, updateRevision) follows.
+
+``resolve`` maps the pods' DNS names in addresses to the local ones, for the
+operator's probes and the migration driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mqcluster_operator import names
+from mqcluster_operator.k8s import Api, ApiError, Ref
+from mqcluster_operator.local.plan import localize, pod_configs
+from mqcluster_operator.manifests import pods as pod_manifests
+from tests.broker.procs import Proc
+
+from .emulator import Emulator
+
+MODULES = {"mqbroker": "mqcluster.broker.main", "mqnamesrv": "mqcluster.namesrv.main",
+           "mqcontroller": "mqcluster.controller.main"}
+BOOT_MARKERS = {"mqbroker": "boot success", "mqnamesrv": "boot success",
+                "mqcontroller": "controller started"}
+
+
+def revision_of(template: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
+
+
+@dataclass
+class PodProcess:
+    proc: Proc
+    uid: str
+    revision: str
+
+
+@dataclass
+class LocalKubelet:
+    api: Api
+    emulator: Emulator
+    namespace: str
+    workdir: Path
+    ip_base: int = 40
+    ips: dict[str, str] = field(default_factory=dict)
+    running: dict[str, PodProcess] = field(default_factory=dict)
+    starting: set[str] = field(default_factory=set)
+    started: list[str] = field(default_factory=list)
+    """Every pod start, in order (a pod restarted twice appears twice)."""
+    _task: asyncio.Task[None] | None = None
+
+    def ip_of(self, pod: str) -> str:
+        if pod not in self.ips:
+            self.ips[pod] = f"127.0.0.{self.ip_base + len(self.ips)}"
+        return self.ips[pod]
+
+    def resolve(self, address: str) -> str:
+        """``bg-1.bg-headless.ns.svc:10911`` (or a URL holding one) -> ``127.0.0.x:10911``."""
+        def local(m: re.Match[str]) -> str:
+            return self.ip_of(m.group(1))  # stable per pod name, whoever asks first
+        return re.sub(r"\b([a-z][a-z0-9-]*-\d+)\.[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*", local,
+                      address)
+
+    def statefulsets(self) -> list[dict[str, Any]]:
+        return [s for s in self.emulator.all("apps/v1/statefulsets")
+                if s["metadata"].get("namespace") == self.namespace]
+
+    def hosts(self) -> dict[str, str]:
+        out = {}
+        for sts in self.statefulsets():
+            name, spec = sts["metadata"]["name"], sts["spec"]
+            for i in range(max(int(spec.get("replicas") or 0), 1)):
+                pod = names.pod(name, i)
+                out[f"{pod}.{spec['serviceName']}"] = self.ip_of(pod)
+        return out
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for pod in list(self.running):
+            await self.running.pop(pod).proc.kill()
+
+    async def _loop(self) -> None:
+        while True:
+            # a conflict from the emulator: the next round sees the new state
+            with contextlib.suppress(ApiError):
+                await self.sync()
+            await asyncio.sleep(0.1)
+
+    async def sync(self) -> None:
+        starts = []
+        for sts in self.statefulsets():
+            name, spec = sts["metadata"]["name"], sts["spec"]
+            want = int(spec.get("replicas") or 0)
+            revision = revision_of(spec["template"])
+            for i in range(want):
+                pod = names.pod(name, i)
+                if pod in self.starting:
+                    continue
+                live = self.emulator.live("v1/pods", self.namespace, pod)
+                proc = self.running.get(pod)
+                if proc is not None and (live is None or live["metadata"]["uid"] != proc.uid
+                                         or proc.proc.proc is None
+                                         or proc.proc.proc.returncode is not None):
+                    await self.stop(pod, delete=live is not None)
+                    proc = None
+                if proc is None:
+                    starts.append(self.run_pod(sts, i, revision))
+                    self.starting.add(pod)
+            for pod in [p for p in self.running if p.rsplit("-", 1)[0] == name
+                        and int(p.rsplit("-", 1)[1]) >= want]:
+                await self.stop(pod, delete=True)
+            ready = sum(1 for p in self.running if p.rsplit("-", 1)[0] == name)
+            status = {"replicas": ready, "readyReplicas": ready, "updateRevision": revision,
+                      "currentRevision": revision, "observedGeneration":
+                          sts["metadata"].get("generation")}
+            if any(sts.get("status", {}).get(k) != v for k, v in status.items()):
+                await self.api.patch(Ref("apps/v1", "StatefulSet", self.namespace, name),
+                                     {"status": status}, "status")
+        if starts:
+            await asyncio.gather(*starts)
+
+    async def stop(self, pod: str, delete: bool) -> None:
+        running = self.running.pop(pod, None)
+        if running is not None:
+            await running.proc.terminate(timeout=10)
+        if delete:
+            with contextlib.suppress(ApiError):
+                await self.api.delete(Ref("v1", "Pod", self.namespace, pod))
+
+    async def kill(self, pod: str) -> None:
+        """SIGKILL the pod's process (the kubelet restarts it, as restartPolicy Always)."""
+        await self.running[pod].proc.kill()
+
+    async def run_pod(self, sts: dict[str, Any], ordinal: int, revision: str) -> None:
+        name = sts["metadata"]["name"]
+        pod = names.pod(name, ordinal)
+        try:
+            template = sts["spec"]["template"]
+            container = template["spec"]["containers"][0]
+            script = container["command"][-1]
+            conf = re.search(r"cat \S+/(\S+) ", script)
+            command = re.search(r"exec (\S+) -c", script)
+            assert conf and command, script
+            config_map = next(v["configMap"]["name"] for v in template["spec"]["volumes"]
+                              if "configMap" in v)
+            data = (self.emulator.live("v1/configmaps", self.namespace, config_map) or {})["data"]
+            props = pod_configs(data, conf.group(1), ordinal + 1)[ordinal]
+            root = self.workdir / pod
+            ip = self.ip_of(pod)
+            local = localize(props, self.hosts(), root, ip)
+            root.mkdir(parents=True, exist_ok=True)
+            for init in template["spec"].get("initContainers") or []:
+                await self.run_init(init, root)
+            conf_path = root / "pod.conf"
+            conf_path.write_text("".join(f"{k}={v}\n" for k, v in local.items()))
+            tool = command.group(1)
+            proc = Proc(pod, [sys.executable, "-m", MODULES[tool], "-c", str(conf_path)],
+                        root / "pod.log")
+            await proc.start(BOOT_MARKERS[tool])
+            labels = {**template["metadata"].get("labels", {}),
+                      "controller-revision-hash": revision,
+                      "statefulset.kubernetes.io/pod-name": pod}
+            created = await self.api.create({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod, "namespace": self.namespace, "labels": labels,
+                             "annotations": dict(template["metadata"].get("annotations", {}))},
+                "spec": {"containers": [{"name": container["name"],
+                                         "image": container["image"]}]},
+                "status": {"phase": "Running", "podIP": ip,
+                           "conditions": [{"type": "Ready", "status": "True"}]},
+            })
+            self.running[pod] = PodProcess(proc, created["metadata"]["uid"], revision)
+            self.started.append(pod)
+        finally:
+            self.starting.discard(pod)
+
+    async def run_init(self, init: dict[str, Any], root: Path) -> None:
+        argv = [sys.executable if a == "python" else a.replace(pod_manifests.DATA_DIR, str(root))
+                for a in init["command"]]
+        child = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"init container {init['name']} failed: {out.decode()}")
+        (root / "init.log").open("ab").write(out)

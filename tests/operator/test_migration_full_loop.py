@@ -1,0 +1,161 @@
+"""The whole loop: kopf against the emulator, StatefulSets run as real processes by the
+local kubelet, a DLedger group with a topic, a subscription group and a consumer
+migrated to controller mode by changing ``spec.mode``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqcluster.client.admin import AdminClient
+from mqcluster.client.consumer import PullConsumer
+from mqcluster.client.message import Message
+from mqcluster.client.producer import Producer
+from mqcluster.client.route import NoRouteError
+from mqcluster_operator.election_probes import ProbeTarget, default_probe
+from mqcluster_operator.k8s import Ref
+from mqcluster_operator.migration_driver import AdminDriver
+
+from .kopf_harness import Harness, running_operator
+from .kubelet import LocalKubelet
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+NS = "migrate"
+BG = "brokergroups.v1alpha1.mqcluster.io"
+TOPIC, GROUP = "LoopTopic", "LoopGroup"
+
+
+@dataclass
+class ResolvingDriver:
+    kubelet: LocalKubelet
+    inner: AdminDriver
+
+    async def set_writes(self, brokers: Sequence[str], on: bool) -> None:
+        await self.inner.set_writes([self.kubelet.resolve(b) for b in brokers], on)
+
+    async def lag(self, broker: str) -> int | None:
+        return await self.inner.lag(self.kubelet.resolve(broker))
+
+
+@dataclass
+class Loop:
+    h: Harness
+    kubelet: LocalKubelet
+
+    def status(self) -> dict[str, Any]:
+        return (self.h.obj(BG, "bg", NS) or {}).get("status") or {}
+
+    def step(self) -> str | None:
+        return (self.status().get("migration") or {}).get("step")
+
+    @property
+    def namesrv(self) -> str:
+        return f"{self.kubelet.ip_of('mqc-0')}:9876"
+
+    def master_addr(self) -> str:
+        return self.kubelet.resolve(str(self.status()["masterAddress"]))
+
+
+@pytest.fixture
+async def loop(tmp_path: Path) -> AsyncIterator[Loop]:
+    holder: dict[str, LocalKubelet] = {}
+
+    def probes(target: ProbeTarget) -> Any:
+        k = holder["kubelet"]
+        return default_probe(ProbeTarget(
+            tuple(k.resolve(a) for a in target.controller_addrs),
+            tuple((k.resolve(a), k.resolve(u)) for a, u in target.health)))
+
+    driver = ResolvingDriver(None, AdminDriver())  # type: ignore[arg-type]
+    async with running_operator(probe_factory=probes, migration_driver=driver) as h:
+        kubelet = LocalKubelet(h.api, h.emulator, NS, tmp_path)
+        holder["kubelet"] = driver.kubelet = kubelet
+        await kubelet.start()
+        try:
+            yield Loop(h, kubelet)
+        except BaseException:
+            for pod in sorted(kubelet.running):
+                print(f"--- {pod}\n{kubelet.running[pod].proc.log_tail(15)}")
+            raise
+        finally:
+            await kubelet.close()
+
+
+async def send(namesrv: str, bodies: list[str]) -> None:
+    """Sends each body once (no retries); waits for the topic's route to reach the name
+    server first (brokers register new topics asynchronously)."""
+    async with Producer(namesrv_addr=namesrv, retries=0) as producer:
+        async with asyncio.timeout(30):
+            while True:
+                try:
+                    await producer.routes.route(TOPIC, for_write=True)
+                    break
+                except NoRouteError:
+                    producer.routes.invalidate(TOPIC)
+                    await asyncio.sleep(0.2)
+        for body in bodies:
+            await producer.send(Message(TOPIC, body.encode()))
+
+
+async def consume(namesrv: str, want: int) -> int:
+    got = 0
+    async with PullConsumer(GROUP, namesrv_addr=namesrv) as consumer:
+        async with asyncio.timeout(30):
+            while got < want:
+                got += len(await consumer.receive(TOPIC, wait_ms=200))
+        for queue, offset in consumer.positions.items():
+            await consumer.commit_offset(queue, offset)
+    return got
+
+
+async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(loop: Loop) -> None:
+    h = loop.h
+    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
+                        "metadata": {"name": "mqc", "namespace": NS},
+                        "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
+    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
+                        "metadata": {"name": "bg", "namespace": NS},
+                        "spec": {"mode": "DLedger", "replicas": 3,
+                                 "controllerRef": {"name": "mqc"}}})
+    await h.eventually(lambda: loop.status().get("masterPod") and loop.status().get("phase")
+                       == "Running", timeout=90, what="the DLedger group running")
+    leader = loop.master_addr()
+    async with AdminClient(broker_addr=leader) as admin:
+        await admin.create_topic(TOPIC, 4, broker_addr=leader)
+        await admin.create_subscription_group(GROUP, broker_addr=leader)
+    await send(loop.namesrv, [f"m{i}" for i in range(30)])
+    first = await consume(loop.namesrv, 10)
+    assert 10 <= first <= 30
+
+    await h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+                      {"spec": {"mode": "Controller"}})
+    await h.eventually(lambda: loop.step() == "Draining", what="Draining")
+    await h.eventually(lambda: "left to consume" in (loop.status().get("migration") or {})
+                       .get("progress", ""), what="drain progress")
+    assert loop.status()["appliedMode"] == "DLedger"
+    if first < 30:
+        assert await consume(loop.namesrv, 30 - first) == 30 - first  # the lag reaches 0
+    await h.eventually(lambda: loop.step() in ("Stopping", "Restarting", "Done"),
+                       what="drained")
+    await h.eventually(lambda: loop.step() == "Done", timeout=120,
+                       what=lambda: f"Done; status {loop.status()}; pods {[p['metadata']['name'] for p in h.emulator.all('v1/pods')]} running {list(loop.kubelet.running)} sts {[s['spec']['replicas'] for s in loop.kubelet.statefulsets()]}")
+
+    status = loop.status()
+    assert status["appliedMode"] == "Controller"
+    migrating = next(c for c in status["conditions"] if c["type"] == "Migrating")
+    assert (migrating["status"], migrating["reason"]) == ("False", "Completed")
+    assert len(status["syncStateSet"]) == 3
+    messages = [e["message"] for e in h.events("Migration", NS)]
+    assert any("started: writes off" in m for m in messages)
+    assert any("migration completed" in m for m in messages)
+    master = loop.master_addr()
+    async with AdminClient(broker_addr=master) as admin:
+        assert (await admin.topic_configs(master))[TOPIC].writeQueueNums == 4
+    await send(loop.namesrv, [f"after{i}" for i in range(10)])
+    assert await consume(loop.namesrv, 10) == 10
