@@ -212,7 +212,10 @@ class BrokerGroupFollower:
             )
             if differs(conds, status.get("conditions")):
                 await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
-            return
+            # A migration stops every pod on purpose: no broker answers then, and the
+            # migration must still see them gone to go on.
+            if not (status.get("migration") or {}).get("step"):
+                return
         self._selector = selector_labels(Owner.from_body(body), "broker")
         raw_pods = await self.reads.list(Ref("v1", "Pod", ns), self._selector)
         revisions = {
@@ -220,6 +223,9 @@ class BrokerGroupFollower:
             for p in raw_pods
         }
         pods = [PodInfo.of(p) for p in raw_pods]
+        if isinstance(latest, ProbeError):
+            await self.migrate(body, ref, spec, status, pods, Election(None))
+            return
         status = await self.follow(body, ref, status, latest, pods, now)
         if await self.migrate(body, ref, spec, status, pods, latest):
             return

@@ -58,6 +58,10 @@ class Loop:
     def namesrv(self) -> str:
         return f"{self.kubelet.ip_of('mqc-0')}:9876"
 
+    def describe(self) -> str:
+        pods = sorted(p["metadata"]["name"] for p in self.h.emulator.all("v1/pods"))
+        return f"Done; status {self.status()}; pods {pods}; running {sorted(self.kubelet.running)}"
+
     def master_addr(self) -> str:
         return self.kubelet.resolve(str(self.status()["masterAddress"]))
 
@@ -143,8 +147,7 @@ async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(lo
         assert await consume(loop.namesrv, 30 - first) == 30 - first  # the lag reaches 0
     await h.eventually(lambda: loop.step() in ("Stopping", "Restarting", "Done"),
                        what="drained")
-    await h.eventually(lambda: loop.step() == "Done", timeout=120,
-                       what=lambda: f"Done; status {loop.status()}; pods {[p['metadata']['name'] for p in h.emulator.all('v1/pods')]} running {list(loop.kubelet.running)} sts {[s['spec']['replicas'] for s in loop.kubelet.statefulsets()]}")
+    await h.eventually(lambda: loop.step() == "Done", timeout=120, what=loop.describe)
 
     status = loop.status()
     assert status["appliedMode"] == "Controller"
