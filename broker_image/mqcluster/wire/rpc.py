@@ -5,6 +5,7 @@ pending requests by ``opaque`` and hands requests to a handler registry. A
 bounded number of requests run at once per connection; when that many are in
 flight the reader stops reading, so TCP pushes back on a fast sender.
 A malformed or oversized frame closes that connection only, with a logged reason.
+Frames written in one turn of the loop leave together (``CoalescingWriter``).
 
 Handlers registered with ``register_sync`` are plain functions called in the
 reader itself, in frame order, with no task per frame: for cheap one-way
@@ -20,6 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mqcluster.wire.coalesce import CoalescingWriter
 from mqcluster.wire.frame import (
     DEFAULT_MAX_FRAME_SIZE,
     FLAG_ONEWAY,
@@ -108,7 +110,7 @@ class Connection:
         max_in_flight: int = 256,
     ) -> None:
         self.reader = reader
-        self.writer = writer
+        self.writer = CoalescingWriter(writer)
         self.registry = registry or HandlerRegistry()
         self.decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
