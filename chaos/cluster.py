@@ -174,8 +174,8 @@ class ChaosCluster(ABC):
         return [m for m in iter_messages(str(self.store_dir(i) / "commitlog"))
                 if m.topic == TOPIC]
 
-    def position(self, m: StoredMessage) -> int:
-        return m.queue_offset
+    def position(self, m: StoredMessage) -> str:
+        return str(m.queue_offset)
 
     def message_group(self, m: StoredMessage) -> str | None:
         return m.properties.get(PROPERTY_MSG_GROUP)
@@ -335,5 +335,5 @@ class DLedgerCluster(ChaosCluster):
         return same, (f"identical, {len(logs[0])} bytes (all applied to the commit index)"
                       if same else f"commitlogs differ (lengths {[len(c) for c in logs]})")
 
-    def position(self, m: StoredMessage) -> int:
-        return int(m.properties.get(PROPERTY_DLEDGER_INDEX, m.queue_offset))
+    def position(self, m: StoredMessage) -> str:
+        return m.properties.get(PROPERTY_DLEDGER_INDEX) or str(m.queue_offset)

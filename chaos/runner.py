@@ -105,8 +105,10 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
         await workers[1].start()
         deadline = time.monotonic() + duration
         plan: list[Fault] = []
-        while time.monotonic() < deadline:
-            if not plan:
+        while True:
+            if not plan:  # a round is never cut short: every kind gets its turn
+                if time.monotonic() >= deadline:
+                    break
                 plan = schedule(faults, rng)
             fault = plan.pop(0)
             before = acks.poll()
