@@ -6,8 +6,8 @@ reordered and unavailable. The chaos suite applies them directly; the Spark
 - **duplicated** / **retried**: a key stored more than once. Copies that are separate
   appends of the same message (one producer message id, different queue positions) are
   a client's retry of a send whose ack it never got: RocketMQ's at-least-once, counted
-  apart as *retried*. The same queue position stored twice, or one key under two
-  message ids, is the store's own fault: *duplicated*.
+  apart as *retried*. The same queue position stored twice, or copies that do not all
+  carry one producer message id, is the store's own fault: *duplicated*.
 - **reordered** (FIFO, per message group): in the store, the first copies of
   acknowledged messages must follow the producer's ``seq``; at a consumer, a message
   delivered for the first time must not come after one with a higher ``seq`` (a
@@ -31,8 +31,8 @@ class StoredCopy:
     msg_id: str | None
     topic: str
     queue_id: int
-    position: int
-    """Where the store put it: the queue offset (or the DLedger index)."""
+    position: str
+    """Where the store put it: the queue offset, or the DLedger ``index.pos``."""
     message_group: str | None = None
     seq: int | None = None
 
@@ -63,7 +63,7 @@ def classify_copies(copies: Iterable[StoredCopy]) -> tuple[list[str], list[str]]
             continue
         positions = {(c.topic, c.queue_id, c.position) for c in cs}
         ids = {c.msg_id for c in cs}
-        if len(positions) < len(cs) or len(ids) > 1:
+        if len(positions) < len(cs) or len(ids) > 1 or None in ids:
             duplicated.append(key)
         else:
             retried.append(key)
