@@ -40,7 +40,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 async def run(a: argparse.Namespace, seed: int, workdir: Path) -> list[ScenarioResult]:
     task = asyncio.current_task()
     assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # cancel: every scenario cleans up
+        asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
     names = [s for s in a.scenarios.split(",") if s]
     faults = a.faults.split(",") if a.faults else None
     share = a.duration / len(names)
@@ -65,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="mqchaos-"))
     say(f"seed {seed} (reproduce with --seed {seed}); files in {workdir}")
     started = time.monotonic()
-    results = asyncio.run(run(a, seed, workdir))
+    try:
+        results = asyncio.run(run(a, seed, workdir))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        print(f"chaos: interrupted; namespaces and processes removed, files in {workdir}",
+              file=sys.stderr)
+        return 130
     spark_lines = run_spark_history(results, a.spark)
     print()
     print(table.render(results))
