@@ -95,12 +95,14 @@ async def partition_master_slaves(c: ChaosCluster, rng: random.Random) -> str:
     pairs = [(c.brokers[m].host, b.host) for i, b in enumerate(c.brokers) if i != m]
     for a, b in pairs:
         c.net.partition(a, b)
-    held = hold_s(rng)
+    # Long enough, sometimes, for the master to drop them from its SyncStateSet
+    # (haMaxTimeSlaveNotCatchup is 4 s) and acknowledge alone.
+    held = rng.uniform(2.0, 6.0)
     try:
         if c.mode == "dledger":  # the followers elect one of themselves
             await until_new_master(c, m, 20)
         else:
-            await asyncio.sleep(held)  # the master drops them from the SyncStateSet
+            await asyncio.sleep(held)
     finally:
         for a, b in pairs:
             c.net.heal(a, b)

@@ -66,6 +66,12 @@ class HistoryFollower:
             while self.poll() < count:
                 await asyncio.sleep(0.05)
 
+    async def wait_keys(self, keys: set[str], timeout: float) -> None:
+        async with asyncio.timeout(timeout):
+            while not keys <= self.keys:
+                self.poll()
+                await asyncio.sleep(0.1)
+
 
 def schedule(faults: list[Fault], rng: random.Random) -> list[Fault]:
     """Rounds of every fault kind in a random order, so a short run still has each."""
@@ -86,10 +92,12 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
     net = Network()
     cluster = CLUSTERS[mode](net, workdir)
     workers: list[HostProcess] = []
+    step = "creating the namespaces"
     try:
         net.create()
         say(f"{mode}: starting the cluster in namespaces (10.{net.subnet}.0.0/16), "
             f"seed {seed}")
+        step = "starting the cluster"
         await cluster.start()
         assert cluster.client is not None
         for role, out in zip(("produce", "consume"), histories, strict=True):
@@ -100,6 +108,7 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
                  str(out)], workdir / f"{role}r.log", "started"))
         acks = HistoryFollower(histories[0], "ack")
         receipts = HistoryFollower(histories[1], "receive")
+        step = "starting the workload"
         await workers[0].start()
         await acks.wait(20, 60)
         await workers[1].start()
@@ -111,27 +120,30 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
                     break
                 plan = schedule(faults, rng)
             fault = plan.pop(0)
-            before = acks.poll()
+            step = f"injecting {fault.name}"
             what = await fault.inject(cluster, rng)
             result.faults[fault.name] += 1
             result.log.append(what)
             say(f"{mode}: {what}")
+            step = f"recovering from {what}"
             await cluster.wait_healthy(RECOVERY_TIMEOUT)
-            await acks.wait(max(before, acks.poll()) + 5, RECOVERY_TIMEOUT)
+            await acks.wait(acks.poll() + 5, RECOVERY_TIMEOUT)
+        step = "finishing the workload"
         await acks.wait(acks.poll() + 20, RECOVERY_TIMEOUT)
         await workers[0].terminate()
         acked = acks.poll()
         say(f"{mode}: {acked} acknowledged; waiting for the consumer")
         try:
-            await _wait_received(receipts, acks.keys, 60)
+            await receipts.wait_keys(acks.keys, 60)
         except TimeoutError:
             say(f"{mode}: the consumer did not receive every acknowledged message in 60 s")
         await workers[1].terminate()
+        step = "stopping the brokers"
         await cluster.wait_healthy(RECOVERY_TIMEOUT)
         result.master = await cluster.stop_brokers()
         result.verdict = check(cluster, result.master, histories)
     except Exception as exc:
-        result.error = f"{type(exc).__name__}: {exc}"
+        result.error = f"{step}: {type(exc).__name__} {exc}".rstrip()
         say(f"{mode}: FAILED: {result.error}\n{cluster.logs()}")
     finally:
         for w in workers:
@@ -140,11 +152,3 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
         net.close()
     return result
 
-
-async def _wait_received(receipts: HistoryFollower, keys: set[str], timeout: float) -> None:
-    async with asyncio.timeout(timeout):
-        while True:
-            receipts.poll()
-            if keys <= receipts.keys:
-                return
-            await asyncio.sleep(0.1)
