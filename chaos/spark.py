@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from chaos.runner import ScenarioResult
+from chaos.runner import ScenarioResult, say
 
 
 def run_spark_history(results: list[ScenarioResult], when: str) -> list[str]:
@@ -19,6 +19,7 @@ def run_spark_history(results: list[ScenarioResult], when: str) -> list[str]:
         if r.workdir is None or r.verdict is None or r.master is None:
             continue
         out = r.workdir / "mqaudit-history"
+        say(f"{r.scenario}: mqaudit history on Spark (a minute or two)")
         histories = ",".join(str(r.workdir / n) for n in ("producer.jsonl", "consumer.jsonl"))
         done = subprocess.run(
             [sys.executable, "-m", "mqcluster_audit.cli", "history",
@@ -29,7 +30,8 @@ def run_spark_history(results: list[ScenarioResult], when: str) -> list[str]:
         except (OSError, ValueError):
             lines.append(f"{r.scenario}: mqaudit history failed:\n{done.stderr[-2000:]}")
             continue
-        lines.append(f"{r.scenario}: mqaudit history (Spark): " + ", ".join(
-            f"{k} {summary.get(k)}" for k in ("verdict", "acknowledged", "lost", "duplicated",
-                                                "reordered", "max_unavailable_ms")))
+        keys = ("verdict", "acknowledged", "lost", "duplicated", "retried", "reordered",
+                "max_unavailable_ms")
+        lines.append(f"{r.scenario}: mqaudit history (Spark): "
+                     + ", ".join(f"{k} {summary.get(k)}" for k in keys))
     return lines
