@@ -1,18 +1,15 @@
-"""The clusters a chaos scenario runs, every process on its own namespace host.
-
-``ControllerCluster``: 3 ``mqcontroller``, 1 ``mqnamesrv``, a controller-mode group of
-3 ``mqbroker`` with ``allAckInSyncStateSet=true`` and SYNC_FLUSH (so a slow disk is on
-the path of every acknowledgement). ``DLedgerCluster``: 1 ``mqnamesrv`` and a DLedger
-group of 3. Both have a ``client`` host for the workload. Every broker and controller
-starts with its own fault-seam files (slow fsync, wall-clock offset) in the run
-directory; writing them is how the faults reach the processes.
+"""What every chaos cluster has, every process on its own namespace host: a name
+server, a broker group of 3, a ``client`` host for the workload, and the offline reads
+of the stores. Every broker and controller starts with its own fault-seam files (slow
+fsync, wall-clock offset) in the run directory; writing them is how the faults reach
+the processes. The replication modes are ``chaos.controller_mode`` and
+``chaos.dledger_mode``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -21,21 +18,15 @@ from pathlib import Path
 
 from chaos.netns import Host, Network
 from chaos.process import HostProcess
-from mqcluster.broker.dledger import DLEDGER_STATUS, PROPERTY_DLEDGER_INDEX
 from mqcluster.common.wallclock import ENV as CLOCK_ENV
-from mqcluster.controller.client import ControllerClient, ReplicaInfo
 from mqcluster.store.fsync_seam import ENV as FSYNC_ENV
 from mqcluster.store.message import PROPERTY_MSG_GROUP, StoredMessage
 from mqcluster.store.offline import iter_messages
-from mqcluster.wire.frame import RemotingCommand
-from mqcluster.wire.rpc import RpcClient, RpcError
-from mqcluster_audit import stores
+from mqcluster.wire.rpc import RpcClient
 
 TOPIC = "ChaosTopic"
 CONSUMER_GROUP = "ChaosGroup"
 NAMESRV_PORT = 9876
-CONTROLLER_PORT = 9878
-DLEDGER_PORT = 40911
 BROKER_PORTS = {"listenPort": 10911, "haListenPort": 10912, "grpcServerPort": 8081,
                 "metricsPromExporterPort": 5557}
 
@@ -194,146 +185,3 @@ class ChaosCluster(ABC):
         procs = [*self.controllers, *([self.namesrv] if self.namesrv else []), *self.brokers]
         return "\n".join(f"--- {p.name}\n{p.log_tail()}" for p in procs)
 
-
-class ControllerCluster(ChaosCluster):
-    mode = "controller"
-    group = "chaos-c"
-
-    def __init__(self, net: Network, workdir: Path) -> None:
-        super().__init__(net, workdir)
-        self.client_api: ControllerClient | None = None
-
-    @property
-    def controller_addr(self) -> str:
-        return ";".join(f"{c.host.address}:{CONTROLLER_PORT}" for c in self.controllers)
-
-    async def start_members(self) -> None:
-        hosts = [self.net.add_host(f"c{i}") for i in range(3)]
-        peers = ";".join(f"n{i}-{h.address}:{CONTROLLER_PORT}" for i, h in enumerate(hosts))
-        for i, h in enumerate(hosts):
-            opts = {"controllerDLegerGroup": "chaos", "controllerDLegerPeers": peers,
-                    "controllerDLegerSelfId": f"n{i}",
-                    "controllerStorePath": str(self.dir / f"c{i}" / "store"),
-                    "scanNotActiveBrokerInterval": "200",
-                    "brokerHeartbeatTimeoutMills": "1500"}
-            args = ["-m", "mqcluster.controller.main"]
-            for k, v in opts.items():
-                args += ["-o", f"{k}={v}"]
-            self.controllers.append(HostProcess.python(
-                f"c{i}", h, args, self.dir / f"c{i}.log", "started on", self.seam_env(f"c{i}")))
-        await asyncio.gather(*(c.start() for c in self.controllers))
-        self.client_api = ControllerClient(self.controller_addr, timeout=1.0, retry_timeout=3)
-        for i in range(3):
-            self.add_broker(
-                i, self.net.add_host(f"b{i}"), enableControllerMode="true",
-                controllerAddr=self.controller_addr,
-                allAckInSyncStateSet="true", flushDiskType="SYNC_FLUSH",
-                syncBrokerMetadataPeriod="500", brokerHeartbeatInterval="300",
-                controllerHeartBeatTimeoutMills="1500", haSendHeartbeatInterval="300",
-                haMaxTimeSlaveNotCatchup="4000", slaveTimeout="3000")
-        await asyncio.gather(*(b.start() for b in self.brokers))
-
-    async def replica_info(self) -> ReplicaInfo:
-        assert self.client_api is not None
-        return await self.client_api.get_replica_info(self.group)
-
-    async def master(self) -> int | None:
-        addr = (await self.replica_info()).master_address
-        return next((i for i in range(len(self.brokers)) if self.broker_addr(i) == addr), None)
-
-    async def healthy(self) -> bool:
-        try:
-            info = await self.replica_info()
-        except Exception:
-            return False
-        m = await self.master()
-        return (m is not None and len(info.sync_state_set) == len(self.brokers)
-                and all(b.alive and not b.stopped for b in self.brokers))
-
-    async def active_controller(self) -> int | None:
-        assert self.client_api is not None
-        for i, c in enumerate(self.controllers):
-            if not c.alive:
-                continue
-            with contextlib.suppress(Exception):
-                meta = await asyncio.wait_for(
-                    self.client_api.get_metadata(f"{c.host.address}:{CONTROLLER_PORT}"), 1.0)
-                if meta.is_leader:
-                    return i
-        return None
-
-    async def stop_brokers(self) -> int:
-        m = await self.wait_master(30)
-        for i in sorted(range(len(self.brokers)), key=lambda i: i == m):  # master last
-            await self.brokers[i].terminate()
-        return m
-
-    def replicas_identical(self) -> tuple[bool, str]:
-        logs = [self.commitlog(i).rstrip(b"\0") for i in range(len(self.brokers))]
-        confirms = [stores.confirm_offset(self.store_dir(i)) or 0
-                    for i in range(len(self.brokers))]
-        confirm = max(confirms)
-        shortest = min(len(c) for c in logs)
-        if shortest < confirm:
-            return False, f"a replica ends at {shortest}, below confirmOffset {confirm}"
-        same = all(c[:shortest] == logs[0][:shortest] for c in logs)
-        return same, f"identical up to {shortest} (confirmOffset {confirm})" if same else \
-            f"commitlogs differ below {shortest} (confirmOffset {confirm})"
-
-    async def close(self) -> None:
-        await super().close()
-        if self.client_api is not None:
-            await self.client_api.close()
-
-
-class DLedgerCluster(ChaosCluster):
-    mode = "dledger"
-    group = "chaos-d"
-
-    async def start_members(self) -> None:
-        hosts = [self.net.add_host(f"b{i}") for i in range(3)]
-        peers = ";".join(f"n{i}-{h.address}:{DLEDGER_PORT}" for i, h in enumerate(hosts))
-        for i, h in enumerate(hosts):
-            self.add_broker(i, h, enableDLegerCommitLog="true", dLegerGroup=self.group,
-                            dLegerPeers=peers, dLegerSelfId=f"n{i}",
-                            preferredLeaderIds="n0")
-        await asyncio.gather(*(b.start() for b in self.brokers))
-
-    async def status(self, i: int) -> dict[str, object] | None:
-        if not self.brokers[i].alive or self.brokers[i].stopped:
-            return None
-        try:
-            resp = await self.rpc.invoke(self.broker_addr(i),
-                                         RemotingCommand.request(DLEDGER_STATUS), 1.0)
-        except (RpcError, OSError, TimeoutError):
-            return None
-        data = json.loads(resp.body or b"{}")
-        return data if isinstance(data, dict) else None
-
-    async def master(self) -> int | None:
-        for i in range(len(self.brokers)):
-            st = await self.status(i)
-            if st is not None and st.get("role") == "LEADER":
-                return i
-        return None
-
-    async def healthy(self) -> bool:
-        sts = [await self.status(i) for i in range(len(self.brokers))]
-        return (all(s is not None for s in sts)
-                and any(s.get("role") == "LEADER" for s in sts if s)
-                and len({s["appliedIndex"] for s in sts if s}) == 1)
-
-    async def stop_brokers(self) -> int:
-        m = await self.wait_master(30)
-        for b in self.brokers:
-            await b.terminate()
-        return m
-
-    def replicas_identical(self) -> tuple[bool, str]:
-        logs = [self.commitlog(i).rstrip(b"\0") for i in range(len(self.brokers))]
-        same = all(c == logs[0] for c in logs)
-        return same, (f"identical, {len(logs[0])} bytes (all applied to the commit index)"
-                      if same else f"commitlogs differ (lengths {[len(c) for c in logs]})")
-
-    def position(self, m: StoredMessage) -> str:
-        return m.properties.get(PROPERTY_DLEDGER_INDEX) or str(m.queue_offset)

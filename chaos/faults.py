@@ -11,7 +11,8 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from chaos.cluster import ChaosCluster, ControllerCluster
+from chaos.cluster import ChaosCluster
+from chaos.controller_mode import ControllerCluster
 
 Inject = Callable[[ChaosCluster, random.Random], Awaitable[str]]
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.check import Verdict, check
-from chaos.cluster import CONSUMER_GROUP, TOPIC, ChaosCluster, ControllerCluster, DLedgerCluster
+from chaos.cluster import CONSUMER_GROUP, TOPIC, ChaosCluster
+from chaos.controller_mode import ControllerCluster
+from chaos.dledger_mode import DLedgerCluster
 from chaos.faults import Fault, faults_for
 from chaos.netns import Network
 from chaos.process import HostProcess
