@@ -3,10 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools e2e)
-TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit)
+LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools e2e chaos)
+TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit chaos)
 
-.PHONY: setup test test-fast lint demo bench clean
+.PHONY: setup test test-fast lint demo bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ demo: setup
 bench: setup
 	$(PY) -m pip install -q -e '.[operator,pipeline,dev,bench]'
 	$(PY) -m bench
+
+# Faults against real processes in network namespaces (root); one table at the end.
+CHAOS_DURATION ?= 300
+CHAOS_ARGS ?=
+chaos: setup
+	$(PY) -m chaos --duration $(CHAOS_DURATION) $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

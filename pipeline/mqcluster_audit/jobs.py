@@ -4,14 +4,15 @@ written as Parquet by ``report``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from mqcluster_audit import stores
+from mqcluster_audit import rules, stores
 
 
 @dataclass
@@ -152,27 +153,60 @@ def lag(spark: SparkSession, replicas: list[tuple[str, Path]]) -> JobResult:
 # ---------------------------------------------------------------- history
 
 
+def _classify(item: tuple[str, Iterable[Row]]) -> Iterator[tuple[str, str, int]]:
+    key, rows = item
+    copies = [rules.StoredCopy(key, r["msg_id"], r["topic"], r["queue_id"],
+                               str(r["queue_offset"])) for r in rows]
+    duplicated, retried = rules.classify_copies(copies)
+    for k in duplicated:
+        yield k, "duplicated", len(copies)
+    for k in retried:
+        yield k, "retried", len(copies)
+
+
+def _reordered(item: tuple[tuple[str, str], Iterable[Row]]
+               ) -> Iterator[tuple[str, str, str, int, int]]:
+    rows = sorted(item[1], key=lambda r: (r["time_ms"], r["line"]))
+    times = {(r["group"], r["key"]): r["time_ms"] for r in reversed(rows)}
+    for r in rules.receive_reordered(
+            rules.Receipt(r["group"], r["message_group"], r["key"], r["seq"]) for r in rows):
+        yield r.group, r.message_group, r.key, r.seq, times[(r.group, r.key)]
+
+
+COPIES_SCHEMA = "key string, kind string, copies int"
+REORDERED_SCHEMA = "group string, message_group string, key string, seq long, time_ms long"
+
+
 def history(spark: SparkSession, paths: list[Path], replicas: list[tuple[str, Path]],
             gap_ms: int = 1000) -> JobResult:
-    """Producer acks against the final stores and consumer receipts: acknowledged but
-    lost, stored twice, reordered within a FIFO message group; and the windows in which
-    no send was acknowledged for longer than ``gap_ms`` (failovers)."""
+    """Producer acks against the final stores and consumer receipts, judged by
+    ``mqcluster_audit.rules`` (the chaos suite applies the same functions): acknowledged
+    but lost, stored twice by the store (``duplicated``) or by a client's retry
+    (``retried``), reordered within a FIFO message group; and the windows in which no
+    send was acknowledged for longer than ``gap_ms`` (failovers). Copies are told apart
+    by queue position: the commitlog rows carry no DLedger index."""
     events = (spark.read.format("mqcluster.history")
               .option("paths", ",".join(str(p) for p in paths)).load().cache())
     bad_lines = events.where(F.col("error").isNotNull()).count()
     events = events.where(F.col("error").isNull())
     primary = replicas[:1]
     stored = (commitlog(spark, primary, verify_crc=False).where(F.col("status") == "ok")
-              .select(F.explode(F.split(F.coalesce("keys", F.lit("")), " ")).alias("key"))
-              .where(F.col("key") != ""))
+              .select(F.explode(F.split(F.coalesce("keys", F.lit("")), " ")).alias("key"),
+                      "msg_id", "topic", "queue_id", "queue_offset")
+              .where(F.col("key") != "")).cache()
     acked = events.where(F.col("event") == "ack").select("key").distinct()
-    lost = acked.join(stored.distinct(), "key", "left_anti")
-    duplicated = stored.groupBy("key").count().where(F.col("count") > 1)
+    lost = acked.join(stored.select("key").distinct(), "key", "left_anti")
+    twice = stored.groupBy("key").count().where(F.col("count") > 1).select("key")
+    copies = spark.createDataFrame(
+        stored.join(twice, "key").rdd.map(lambda r: (r["key"], r)).groupByKey()
+        .flatMap(_classify), COPIES_SCHEMA).cache()
+    duplicated = copies.where(F.col("kind") == "duplicated").select("key", "copies")
+    retried = copies.where(F.col("kind") == "retried").select("key", "copies")
     receipts = events.where((F.col("event") == "receive") & F.col("message_group").isNotNull())
-    order = Window.partitionBy("group", "message_group").orderBy("time_ms", "line")
-    reordered = (receipts.withColumn("previous_seq", F.lag("seq").over(order))
-                 .where(F.col("seq") < F.col("previous_seq"))
-                 .select("group", "message_group", "key", "seq", "previous_seq", "time_ms"))
+    reordered = spark.createDataFrame(
+        receipts.select("group", "message_group", "key", "seq", "time_ms", "line").rdd
+        .map(lambda r: ((r["group"], r["message_group"]), r)).groupByKey()
+        .flatMap(_reordered), REORDERED_SCHEMA)
     ack_times = (events.where(F.col("event") == "ack").select("time_ms")
                  .withColumn("previous", F.lag("time_ms").over(Window.orderBy("time_ms"))))
     windows = (ack_times.where(F.col("time_ms") - F.col("previous") > gap_ms)
@@ -181,13 +215,14 @@ def history(spark: SparkSession, paths: list[Path], replicas: list[tuple[str, Pa
                        (F.col("time_ms") - F.col("previous")).alias("unavailable_ms"))
                .orderBy("last_ack_ms"))
     counts = {"acknowledged": acked.count(), "lost": lost.count(),
-              "duplicated": duplicated.count(), "reordered": reordered.count()}
+              "duplicated": duplicated.count(), "retried": retried.count(),
+              "reordered": reordered.count()}
     ok = counts["lost"] == 0 and counts["duplicated"] == 0 and counts["reordered"] == 0
     window_rows = [r.asDict() for r in windows.collect()]
     summary = {**counts, "verdict": "ok" if ok else "FAILED", "unreadable_lines": bad_lines,
                "failover_windows": len(window_rows),
                "max_unavailable_ms": max((w["unavailable_ms"] for w in window_rows),
                                          default=0)}
-    tables = {"lost": lost, "duplicated": duplicated, "reordered": reordered,
-              "windows": windows}
+    tables = {"lost": lost, "duplicated": duplicated, "retried": retried,
+              "reordered": reordered, "windows": windows}
     return JobResult("history", ok, summary, tables, {"windows": window_rows})

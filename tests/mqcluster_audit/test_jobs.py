@@ -98,7 +98,11 @@ def test_lag_per_group_and_queue(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_history_finds_exactly_the_planted_faults(spark: SparkSession, tmp_path: Path) -> None:
-    records = [*messages(10), MessageRecord("AuditTopic", 0, b"again", keys=["k5"])]
+    records = messages(10)
+    records[7].properties["UNIQ_KEY"] = "u7"
+    records += [MessageRecord("AuditTopic", 0, b"again", keys=["k5"]),  # the store's fault
+                MessageRecord("AuditTopic", 0, records[7].body, keys=["k7"],
+                              properties={"UNIQ_KEY": "u7"})]  # a client's retry
     write_store(tmp_path / "s", records)
     path = tmp_path / "history.jsonl"
     with path.open("w") as f:
@@ -122,6 +126,8 @@ def test_history_finds_exactly_the_planted_faults(spark: SparkSession, tmp_path:
     assert (s["acknowledged"], s["lost"], s["duplicated"], s["reordered"]) == (11, 1, 1, 1)
     assert [r["key"] for r in result.tables["lost"].collect()] == ["k10"]
     assert [r["key"] for r in result.tables["duplicated"].collect()] == ["k5"]
+    assert [r["key"] for r in result.tables["retried"].collect()] == ["k7"]
+    assert s["retried"] == 1
     assert [r["seq"] for r in result.tables["reordered"].collect()] == [3]
     assert s["failover_windows"] == 1 and s["max_unavailable_ms"] == 3000
     assert s["unreadable_lines"] == 1

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from mqcluster.broker.config import BrokerConfig
+from mqcluster.common.wallclock import wall_time
 from mqcluster.store import FlushDiskType, MessageStore, StoreConfig
+from mqcluster.store.fsync_seam import fsync_from_env
 
 
 def store_config(cfg: BrokerConfig) -> StoreConfig:
@@ -27,4 +29,5 @@ def store_config(cfg: BrokerConfig) -> StoreConfig:
 
 
 def create_store(cfg: BrokerConfig) -> MessageStore:
-    return MessageStore(store_config(cfg))
+    # The fault seams: both are the plain system calls unless the chaos suite sets them.
+    return MessageStore(store_config(cfg), clock=wall_time, fsync=fsync_from_env())

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mqcluster.common.wallclock import wall_ms
 from mqcluster.controller.config import ControllerConfig, format_peers
 from mqcluster.controller.consensus import Consensus, ConsensusError, NotLeader
 from mqcluster.controller.events import ElectMasterEvent, Event, encode_events
@@ -90,7 +91,7 @@ def _monotonic_ms() -> int:
 
 
 def _wall_ms() -> int:
-    return int(time.time() * 1000)
+    return wall_ms()
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
+
+from mqcluster.common.wallclock import wall_time
 
 
 class Clock(Protocol):
@@ -12,7 +13,7 @@ class Clock(Protocol):
 
 class SystemClock:
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
+        return int(wall_time() * 1000)
 
 
 class ManualClock:

@@ -1,0 +1,42 @@
+"""The summary table of a chaos run, one row per scenario."""
+
+from __future__ import annotations
+
+from chaos.runner import ScenarioResult
+
+HEADER = ("scenario", "seed", "faults", "acked", "lost", "duplicated", "retried",
+          "reordered", "replicas", "max unavail", "verdict")
+
+
+def row(r: ScenarioResult) -> tuple[str, ...]:
+    v = r.verdict
+    faults = str(sum(r.faults.values()))
+    if v is None:
+        return (r.scenario, str(r.seed), faults, *("-",) * 7, "ERROR")
+    return (r.scenario, str(r.seed), faults, str(v.acknowledged), str(len(v.lost)),
+            str(len(v.duplicated)), str(len(v.retried)), str(len(v.reordered)),
+            "identical" if v.replicas_identical else "DIFFER",
+            f"{v.max_unavailable_ms / 1000:.1f} s", "ok" if r.ok else "FAILED")
+
+
+def render(results: list[ScenarioResult]) -> str:
+    lines = [HEADER, *(row(r) for r in results)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+           for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    for r in results:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.faults.items()))
+        out.append(f"{r.scenario}: faults {kinds or 'none'}")
+        if r.verdict is not None:
+            v = r.verdict
+            out.append(f"{r.scenario}: replicas {v.replicas_detail}; failed sends "
+                       f"{v.failed_sends}; acknowledged but not consumed {len(v.unconsumed)}")
+            for label, keys in (("lost", v.lost), ("duplicated", v.duplicated),
+                                ("reordered", v.reordered)):
+                if keys:
+                    out.append(f"{r.scenario}: {label}: {', '.join(keys[:10])}"
+                               f"{' ...' if len(keys) > 10 else ''}")
+        if r.error:
+            out.append(f"{r.scenario}: error: {r.error}")
+    return "\n".join(out)
