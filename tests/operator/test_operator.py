@@ -361,6 +361,32 @@ async def test_rolling_upgrade_slaves_first_then_switchover(ns: Ns) -> None:
     assert ns.role("broker-a-1") == "master"
 
 
+async def test_a_runtime_config_change_is_pushed_to_the_brokers_without_a_restart(
+        ns: Ns) -> None:
+    ns.fake.election = Election(ns.addr("broker-a", 0), 1, 1, tuple(
+        ReplicaState(i + 1, ns.addr("broker-a", i), True, True) for i in range(2)))
+    for i in range(2):
+        await ns.h.api.create(ns.pod("broker-a", i))
+    await ns.h.api.create(ns.controller())
+    await ns.h.api.create(ns.brokergroup(brokerConfig={"autoCreateTopicEnable": "true"}))
+    await ns.eventually(lambda: ns.status(BG, "broker-a").get("appliedRuntimeConfig"),
+                        what="runtime config recorded")
+    template = (ns.obj("apps/v1/statefulsets", "broker-a") or {})["spec"]["template"]
+    await ns.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", ns.ns, "broker-a"),
+                         {"spec": {"brokerConfig": {"autoCreateTopicEnable": "false"},
+                                   "minInSyncReplicas": 2, "inSyncReplicas": 2}})
+    await ns.eventually(lambda: ns.events("RuntimeConfig"), what="RuntimeConfig event")
+    changes = {"autoCreateTopicEnable": "false", "inSyncReplicas": "2",
+               "minInSyncReplicas": "2"}
+    assert sorted(ns.fake.config_updates) == [("broker-a-0", changes), ("broker-a-1", changes)]
+    await ns.eventually(
+        lambda: "autoCreateTopicEnable=false" in (ns.obj("v1/configmaps", "broker-a-config")
+                                                  or {}).get("data", {}).get("broker.conf", ""),
+        what="ConfigMap updated")
+    assert (ns.obj("apps/v1/statefulsets", "broker-a") or {})["spec"]["template"] == template
+    assert ns.obj("v1/pods", "broker-a-0") and ns.obj("v1/pods", "broker-a-1")
+
+
 STS = "apps/v1/statefulsets"
 
 
