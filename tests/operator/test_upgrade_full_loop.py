@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from .upgrade_scenario import report, running, upgrade_with_producer
+from .upgrade_scenario import (
+    NS,
+    create_group,
+    report,
+    running,
+    set_version,
+    upgrade_with_producer,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -32,3 +39,32 @@ async def test_a_version_change_upgrades_the_group_slaves_first_without_losing_a
     assert any("completed: 3/3 pods upgraded" in e for e in run.events)
     assert len(run.acked) > 20
     assert run.lost == []
+
+
+async def test_a_broken_image_stops_the_roll_and_the_fixed_one_replaces_the_stuck_pod_first(
+        tmp_path: Path) -> None:
+    async with running(tmp_path) as loop:
+        await create_group(loop)
+        master = loop.status()["masterPod"]
+        loop.kubelet.broken_images.add("mqcluster/broker:broken")
+        before = len(loop.kubelet.started)
+        await set_version(loop, "broken")
+        await loop.h.eventually(lambda: loop.kubelet.stuck, timeout=60, what=loop.describe)
+        [stuck] = loop.kubelet.stuck
+        assert stuck != master
+        await loop.h.eventually(
+            lambda: (c := loop.upgrading()) and c[1] == "Waiting" and stuck in c[2],
+            what=loop.describe)
+        # the other pods keep running the old version, the master is unchanged
+        assert len(loop.kubelet.running) == 3 and loop.status()["masterPod"] == master
+        assert set(loop.kubelet.running) == {"mqc-0", "bg-0", "bg-1", "bg-2"} - {stuck}
+
+        await set_version(loop, "0.3.0")
+        await loop.h.eventually(
+            lambda: (c := loop.upgrading()) and c[:2] == ("False", "UpToDate"),
+            timeout=180, what=loop.describe)
+        started = loop.kubelet.started[before:]
+        events = [e["message"] for e in loop.h.events("Upgrade", NS)]
+    assert started[0] == stuck and sorted(started) == ["bg-0", "bg-1", "bg-2"]
+    assert started[-1] == master
+    assert any(f"replacing {stuck}, which cannot serve (ImagePullBackOff)" in e for e in events)

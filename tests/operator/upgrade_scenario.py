@@ -147,7 +147,8 @@ async def consume(namesrv: str, want: set[str]) -> set[str]:
     return got
 
 
-async def upgrade_with_producer(loop: Loop) -> UpgradeRun:
+async def create_group(loop: Loop) -> None:
+    """The Controller and a 3-replica controller-mode group, up with a full SyncStateSet."""
     h = loop.h
     await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
                         "metadata": {"name": "mqc", "namespace": NS},
@@ -161,6 +162,16 @@ async def upgrade_with_producer(loop: Loop) -> UpgradeRun:
     await h.eventually(lambda: loop.status().get("phase") == "Running"
                        and len(loop.status().get("syncStateSet") or []) == 3,
                        timeout=120, what=lambda: f"the group running: {loop.describe()}")
+
+
+async def set_version(loop: Loop, version: str) -> None:
+    await loop.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+                           {"spec": {"version": version}})
+
+
+async def upgrade_with_producer(loop: Loop) -> UpgradeRun:
+    h = loop.h
+    await create_group(loop)
     master = loop.master_addr()
     async with AdminClient(broker_addr=master) as admin:
         await admin.create_topic(TOPIC, 4, broker_addr=master)
@@ -173,8 +184,7 @@ async def upgrade_with_producer(loop: Loop) -> UpgradeRun:
     before = len(loop.kubelet.started)
     acked_before = len(run.acked_at)
     start = time.monotonic()
-    await h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
-                      {"spec": {"version": "0.2.0"}})
+    await set_version(loop, "0.2.0")
 
     def observe() -> bool:
         status = loop.status()
