@@ -251,10 +251,10 @@ class BrokerGroupFollower:
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
-        status: Mapping[str, Any], pods: list[PodInfo], election: Election,
+        status: dict[str, Any], pods: list[PodInfo], election: Election,
     ) -> bool:
         """One step of a DLedger-to-Controller migration; True while one is under way
-        (restarts and upgrades wait for it)."""
+        (restarts and upgrades wait for it). What it writes is merged into ``status``."""
         meta = body["metadata"]
         annotation = (meta.get("annotations") or {}).get(names.ANNOTATION_MIGRATION)
         recorded = status.get("migration") or None
@@ -279,6 +279,9 @@ class BrokerGroupFollower:
                 patch["conditions"] = conds
         if patch:
             await self.api.write_status(ref, patch, conditions.FOLLOWER)
+            # the upgrade step of this round applies the follower's conditions again:
+            # from these, not from the ones read before
+            status.update(patch)
         if step.clear_annotation:
             await self.api.patch(
                 ref, {"metadata": {"annotations": {names.ANNOTATION_MIGRATION: None}}})

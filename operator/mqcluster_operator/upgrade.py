@@ -88,6 +88,8 @@ def plan_upgrade(
                          f"upgrade to revision {update_revision} completed: {progress}"),),
                 clear_resume=resume)
         return UpgradeStep(clear_resume=resume)
+    if not outdated and not state:
+        return UpgradeStep()  # a missing pod comes back at the new revision: nothing to roll
     if spec.upgradePolicy.strategy == "Manual":
         return UpgradeStep(condition=(True, "ManualUpgrade",
                                       f"waiting for pods to be deleted: {', '.join(outdated)}"))

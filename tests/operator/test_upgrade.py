@@ -64,6 +64,15 @@ def test_nothing_to_do() -> None:
     assert plan_upgrade(SPEC, "bg", None, pods(), OLD, status(), 0).delete is None
 
 
+def test_a_missing_pod_with_nothing_outdated_starts_no_roll() -> None:
+    revs = {"bg-0": "r2", "bg-1": "r2"}
+    assert plan_upgrade(SPEC, "bg", "r2", pods()[:2], revs, status(), 0) == UpgradeStep()
+    # but the last pod of a roll is waited for before the roll is done
+    step = plan_upgrade(SPEC, "bg", "r2", pods()[:2], revs, status(upgrade=ROLLING), 1)
+    assert step.condition and step.condition[:2] == (True, "Waiting")
+    assert "1 pod(s) missing" in step.condition[2]
+
+
 def test_full_rollout() -> None:
     step = plan_upgrade(SPEC, "bg", "r2", pods(), OLD, status(), 100)
     assert step.delete == "bg-1" and reason(step) == "RestartingSlave"
