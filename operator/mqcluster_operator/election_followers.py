@@ -414,9 +414,16 @@ class BrokerGroupFollower:
         recorded = self._upgrade if self._upgrade is not None else status.get("upgrade") or {}
         status = {**status, "upgrade": recorded}
         offsets = None
-        if revision and spec.upgradePolicy.strategy != "Manual" and not spec.upgrade.paused \
-                and any(revisions.get(p.name) != revision for p in pods):
-            offsets = await self.offsets(ref, spec, status, pods)
+        if revision and (recorded or any(revisions.get(p.name) != revision for p in pods)):
+            # A roll deletes pods: decide on the API's list. The index can miss a pod
+            # recreated under the same name (its old copy's deletion seen last).
+            raw = await self.api.list(Ref("v1", "Pod", ref.namespace), self._selector or {})
+            pods = [PodInfo.of(p) for p in raw]
+            revisions = {p["metadata"]["name"]:
+                         (p["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
+                         for p in raw}
+            if spec.upgradePolicy.strategy != "Manual" and not spec.upgrade.paused:
+                offsets = await self.offsets(ref, spec, status, pods)
         step = plan_upgrade(spec, ref.name, revision, pods, revisions, status, time.time(),
                             offsets, resume)
         now = self.clock()

@@ -14,7 +14,8 @@ Pods whose ``controller-revision-hash`` differs from the StatefulSet's
   ``maxLagBytes`` of the master's, when the offsets are known). Slaves go first.
 - Then the master hands over to an upgraded, in-sync slave: controller mode asks the
   controller (``switchover_to``), DLedger mode the leader (``transfer_to``); the old
-  master, now a slave, goes last. Master-slave mode has no failover: its master is
+  master, now a slave, goes last, once the pods' ``role`` labels (which the client
+  Service selects by) name the new master. Master-slave mode has no failover: its master is
   deleted last.
 - A wait longer than its timeout pauses the roll (Upgrading=False,
   PausedStepTimeout, one Warning Event). It goes on by itself once the step
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import names
 from .election_plan import PodInfo
 from .models import BrokerGroupSpec
 
@@ -225,6 +227,11 @@ def settled_pods(
                         if p.name not in in_sync and p.name not in learners(spec, name))
         if behind:
             return f"waiting for {', '.join(behind)} to rejoin the SyncStateSet"
+    # the client Service selects role=master: after a handover, the old master goes only
+    # once the Service has followed
+    if master is not None and any((p.role == names.ROLE_MASTER) != (p.name == master)
+                                  for p in pods):
+        return f"waiting for the client Service to select {master}"
     if offsets is not None and master is not None and spec.mode != "MasterSlave":
         return lagging(spec, pods, master, offsets)
     return None

@@ -31,9 +31,11 @@ def spec_with(spec: BrokerGroupSpec = SPEC, **policy: Any) -> BrokerGroupSpec:
 
 
 def pods(uids: dict[str, str] | None = None, ready: bool = True,
-         stuck: dict[str, str] | None = None) -> list[PodInfo]:
+         stuck: dict[str, str] | None = None, master: str = "bg-0") -> list[PodInfo]:
+    """Labelled as the follower labels them: ``role=master`` on ``master``."""
     uids, stuck = uids or {}, stuck or {}
-    return [PodInfo(f"bg-{i}", None, None, ready and f"bg-{i}" not in stuck,
+    return [PodInfo(f"bg-{i}", None, "master" if f"bg-{i}" == master else "slave",
+                    ready and f"bg-{i}" not in stuck,
                     uids.get(f"bg-{i}", f"u{i}"), stuck=stuck.get(f"bg-{i}"))
             for i in range(3)]
 
@@ -96,11 +98,17 @@ def test_full_rollout() -> None:
     waiting = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, status(upgrade=step.status), 105)
     assert waiting.switchover_to is None and waiting.delete is None
     assert reason(waiting) == "Waiting"
-    step = plan_upgrade(SPEC, "bg", "r2", now_pods, revs,
-                        status(master="bg-1", upgrade=step.status), 106)
+    switched = status(master="bg-1", upgrade=step.status)
+    # the controller elected bg-1; the pods' labels (the client Service) not yet
+    labels_behind = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, switched, 106)
+    assert labels_behind.delete is None and labels_behind.condition
+    assert "client Service to select bg-1" in labels_behind.condition[2]
+    now_pods = pods({"bg-1": "n1", "bg-2": "n2"}, master="bg-1")
+    step = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, switched, 106)
     assert step.delete == "bg-0"
     revs = {**revs, "bg-0": "r2"}
-    done = plan_upgrade(SPEC, "bg", "r2", pods({"bg-0": "n0", "bg-1": "n1", "bg-2": "n2"}), revs,
+    done = plan_upgrade(SPEC, "bg", "r2",
+                        pods({"bg-0": "n0", "bg-1": "n1", "bg-2": "n2"}, master="bg-1"), revs,
                         status(master="bg-1", upgrade=step.status), 107)
     assert done.status == {} and done.condition and done.condition[0] is False
     assert done.events and "completed: 3/3 pods upgraded" in done.events[0][1]
@@ -230,7 +238,7 @@ def test_dledger_transfers_leadership_to_an_upgraded_follower_before_the_leader_
     waiting = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs,
                            status(upgrade=step.status, sss=()), 1)
     assert waiting.transfer_to is None and waiting.delete is None
-    moved = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs,
+    moved = plan_upgrade(DLEDGER, "bg", "r2", pods(master="bg-1"), revs,
                          status("bg-1", upgrade=step.status, sss=()), 2)
     assert moved.delete == "bg-0" and moved.status and "transferTo" not in moved.status
 

@@ -50,7 +50,8 @@ class World:
         return list(self.pods.values())
 
     async def patch(self, ref: Ref, body: Any, subresource: str | None = None) -> None:
-        pass
+        if ref.kind == "Pod":  # the follower's role labels
+            self.pods[ref.name]["metadata"]["labels"].update(body["metadata"]["labels"])
 
     async def delete(self, ref: Ref) -> None:
         self.deleted.append(ref.name)
