@@ -68,3 +68,16 @@ async def test_a_broken_image_stops_the_roll_and_the_fixed_one_replaces_the_stuc
     assert started[0] == stuck and sorted(started) == ["bg-0", "bg-1", "bg-2"]
     assert started[-1] == master
     assert any(f"replacing {stuck}, which cannot serve (ImagePullBackOff)" in e for e in events)
+
+
+async def test_a_dledger_group_hands_leadership_over_before_its_leader_restarts(
+        tmp_path: Path) -> None:
+    async with running(tmp_path) as loop:
+        run = await upgrade_with_producer(loop, "DLedger")
+    print(report(run))
+    old_leader = run.masters[0]
+    assert sorted(run.started) == ["bg-0", "bg-1", "bg-2"]
+    assert run.started[-1] == old_leader and run.masters[-1] != old_leader
+    assert any("transferring leadership to" in e for e in run.events)
+    assert run.upgrading[-1][:2] == ("False", "UpToDate")
+    assert run.lost == []

@@ -147,19 +147,22 @@ async def consume(namesrv: str, want: set[str]) -> set[str]:
     return got
 
 
-async def create_group(loop: Loop) -> None:
-    """The Controller and a 3-replica controller-mode group, up with a full SyncStateSet."""
+async def create_group(loop: Loop, mode: str = "Controller") -> None:
+    """The Controller (the name server) and a 3-replica group, up with a full SyncStateSet
+    (controller mode) or a leader (DLedger)."""
     h = loop.h
+    group: dict[str, Any] = {"mode": mode, "replicas": 3, "controllerRef": {"name": "mqc"},
+                             "upgradePolicy": {"maxLagBytes": 0}}
+    if mode == "Controller":
+        group["allAckInSyncStateSet"] = True
     await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
                         "metadata": {"name": "mqc", "namespace": NS},
                         "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
     await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
                         "metadata": {"name": "bg", "namespace": NS},
-                        "spec": {"mode": "Controller", "replicas": 3,
-                                 "controllerRef": {"name": "mqc"},
-                                 "allAckInSyncStateSet": True,
-                                 "upgradePolicy": {"maxLagBytes": 0}}})
+                        "spec": group})
     await h.eventually(lambda: loop.status().get("phase") == "Running"
+                       and loop.status().get("masterPod")
                        and len(loop.status().get("syncStateSet") or []) == 3,
                        timeout=120, what=lambda: f"the group running: {loop.describe()}")
 
@@ -169,9 +172,9 @@ async def set_version(loop: Loop, version: str) -> None:
                            {"spec": {"version": version}})
 
 
-async def upgrade_with_producer(loop: Loop) -> UpgradeRun:
+async def upgrade_with_producer(loop: Loop, mode: str = "Controller") -> UpgradeRun:
     h = loop.h
-    await create_group(loop)
+    await create_group(loop, mode)
     master = loop.master_addr()
     async with AdminClient(broker_addr=master) as admin:
         await admin.create_topic(TOPIC, 4, broker_addr=master)
