@@ -38,7 +38,7 @@ from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
 from .runtime_config import runtime_changes
-from .upgrade import RESUME, REVISION_LABEL, plan_upgrade
+from .upgrade import RESUME, REVISION_LABEL, UpgradeStep, plan_upgrade
 from .upgrade_driver import AdminUpgradeDriver, UpgradeDriver
 from .views import Reads
 
@@ -96,6 +96,7 @@ class BrokerGroupFollower:
         self._upgrade: dict[str, Any] | None = None
         self._config_errors: list[str] = []
         self._runtime: dict[str, str] | None = None
+        self._handover_failed: str | None = None
         self.hub = hub
         self.clock = clock
         self.log = logger
@@ -428,6 +429,7 @@ class BrokerGroupFollower:
                             offsets, resume)
         now = self.clock()
         events = list(step.events)
+        failed = None
         if step.switchover_to:
             broker_id, why_not = switchover_target(step.switchover_to, status)
             if broker_id is not None:
@@ -437,8 +439,7 @@ class BrokerGroupFollower:
                 except Exception as exc:
                     why_not = f"controller refused: {exc}"
             if why_not:
-                events.append(("Warning", f"upgrade: switchover to {step.switchover_to}"
-                                          f" failed: {why_not}"))
+                failed = f"upgrade: switchover to {step.switchover_to} failed: {why_not}"
         if step.transfer_to:
             master = str(status.get("masterPod"))
             ordinal = int(master.rsplit("-", 1)[1])
@@ -447,8 +448,18 @@ class BrokerGroupFollower:
                     f"{names.pod_dns(ref.name, ordinal, ref.namespace)}:{spec.ports.listen}",
                     f"n{int(step.transfer_to.rsplit('-', 1)[1])}")
             except Exception as exc:
-                events.append(("Warning", f"upgrade: leadership transfer to {step.transfer_to}"
-                                          f" failed: {exc}"))
+                failed = f"upgrade: leadership transfer to {step.transfer_to} failed: {exc}"
+        if failed is not None:
+            # not recorded as asked: the next round asks again (one Event per distinct error)
+            if failed != self._handover_failed:
+                self.log.info("%s/%s: %s", ref.namespace, ref.name, failed)
+                await self.api.post_event(build_event(body, "Warning", REASON_UPGRADE, failed,
+                                                      now))
+            self._handover_failed = failed
+            step = UpgradeStep(condition=(True, "Waiting", failed))
+            events = []
+        else:
+            self._handover_failed = None
         if step.delete:
             await self.api.delete(Ref("v1", "Pod", ref.namespace, step.delete))
         patch: dict[str, Any] = {}

@@ -19,7 +19,8 @@ Pods whose ``controller-revision-hash`` differs from the StatefulSet's
   deleted last.
 - A wait longer than its timeout pauses the roll (Upgrading=False,
   PausedStepTimeout, one Warning Event). It goes on by itself once the step
-  converges; ``mqcluster.io/upgrade: resume`` gives the step a new timeout.
+  converges; ``mqcluster.io/upgrade: resume`` gives the step a new timeout (and asks
+  for a handover again).
 
 Everything the planner needs to resume is in ``status.upgrade``.
 """
@@ -111,9 +112,10 @@ def plan_upgrade(
         started = (("Normal", f"upgrade to revision {update_revision} started ({progress})"),)
         state = {"revision": update_revision, "since": now, "deleted": {}}
     state["progress"] = progress
-    if resume:
+    if resume:  # a new timeout; a handover that never happened is asked for again
         state["since"] = now
-        state.pop("paused", None)
+        for key in ("paused", "switchoverTo", "transferTo"):
+            state.pop(key, None)
     step = next_step(spec, name, pods, outdated, state, in_sync, master, offsets, now)
     return UpgradeStep(
         delete=step.delete, switchover_to=step.switchover_to, transfer_to=step.transfer_to,

@@ -209,6 +209,13 @@ def test_resume_gives_the_step_a_new_timeout() -> None:
     assert step.status and step.status["since"] == 900 and "paused" not in step.status
 
 
+def test_resume_asks_for_a_handover_that_never_happened_again() -> None:
+    revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
+    state = {**ROLLING, "switchoverTo": "bg-2", "paused": PAUSED_TIMEOUT}
+    step = plan_upgrade(SPEC, "bg", "r2", pods(), revs, status(upgrade=state), 900, resume=True)
+    assert step.switchover_to == "bg-1" and step.clear_resume
+
+
 def test_spec_upgrade_paused_holds_the_roll() -> None:
     held = spec_with(paused=True)
     step = plan_upgrade(held, "bg", "r2", pods(), OLD, status(), 0)

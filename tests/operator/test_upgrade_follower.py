@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mqcluster.admin.commands import AdminError
 from mqcluster_operator import names
 from mqcluster_operator.election_followers import BrokerGroupFollower
 from mqcluster_operator.election_plan import Election, ReplicaState
@@ -40,6 +41,7 @@ class World:
         self.pods = {"g-0": pod(0, "r1", "a0"), "g-1": pod(1, "r2", "b1"),
                      "g-2": pod(2, "r1", "a2")}
         self.deleted: list[str] = []
+        self.events: list[str] = []
 
     async def get(self, ref: Ref) -> dict[str, Any] | None:
         if ref.kind == "StatefulSet":
@@ -62,7 +64,7 @@ class World:
                           {k: v for k, v in status.items() if k != "conditions"})
 
     async def post_event(self, event: dict[str, Any]) -> None:
-        pass
+        self.events.append(f"{event['type']}: {event['message']}")
 
 
 def apply_merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
@@ -86,12 +88,21 @@ class SameOffsets:
         return []
 
 
-def follower(world: World) -> BrokerGroupFollower:
+class RefusingLeader(SameOffsets):
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def transfer_leadership(self, leader: str, peer_id: str) -> None:
+        self.asked.append(peer_id)
+        raise AdminError("n0 is not the DLedger leader")
+
+
+def follower(world: World, upgrades: Any = None) -> BrokerGroupFollower:
     hub = FixedHub()
     hub.sub.latest = Election(addr(0), None, None, tuple(
         ReplicaState(i + 1, addr(i), True, True) for i in range(3)))
     return BrokerGroupFollower(world, hub, lambda: "2026-01-01T00:00:00Z", Log(),  # type: ignore[arg-type]
-                               reads=world, upgrades=SameOffsets())  # type: ignore[arg-type]
+                               reads=world, upgrades=upgrades or SameOffsets())  # type: ignore[arg-type]
 
 
 async def test_a_fresh_follower_goes_on_from_the_recorded_step() -> None:
@@ -103,3 +114,17 @@ async def test_a_fresh_follower_goes_on_from_the_recorded_step() -> None:
     # restarted again before g-2 is back: it waits rather than deleting the master
     await follower(world).step(world.body)
     assert world.deleted == ["g-2"]
+
+
+async def test_a_refused_leadership_transfer_is_asked_again_not_waited_for() -> None:
+    world = World({"revision": "r2", "since": 1e12, "deleted": {},
+                   "progress": "2/3 pods upgraded"})
+    world.pods["g-2"] = pod(2, "r2", "b2")
+    leader = RefusingLeader()
+    f = follower(world, leader)
+    await f.step(world.body)
+    await f.step(world.body)
+    assert leader.asked == ["n1", "n1"] and world.deleted == []
+    assert "transferTo" not in world.body["status"]["upgrade"]
+    assert world.events == ["Warning: upgrade: leadership transfer to g-1 failed:"
+                            " n0 is not the DLedger leader"]
