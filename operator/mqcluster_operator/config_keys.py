@@ -83,6 +83,22 @@ BROKER_MANAGED_KEYS: frozenset[str] = frozenset(
     }
 )
 
+BROKER_RUNTIME_KEYS: frozenset[str] = frozenset(
+    {
+        # the broker's updateBrokerConfig applies these at once (its RUNTIME_KEYS)
+        "brokerPermission",
+        "autoCreateTopicEnable",
+        "autoCreateSubscriptionGroup",
+        "defaultTopicQueueNums",
+        "haMaxTimeSlaveNotCatchup",
+        "allAckInSyncStateSet",
+        "inSyncReplicas",
+        "minInSyncReplicas",
+    }
+)
+"""Broker keys changed without a restart: they stay out of the pod template's config
+hash and the operator pushes them to the running brokers."""
+
 CONTROLLER_KEYS: frozenset[str] = frozenset(
     {
         "enableElectUncleanMaster",

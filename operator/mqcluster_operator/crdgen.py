@@ -80,6 +80,8 @@ KINDS: tuple[Kind, ...] = (
             {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1},
             {"name": "Migration", "type": "string", "jsonPath": ".status.migration.step",
              "priority": 1},
+            {"name": "Upgrade", "type": "string", "jsonPath": ".status.upgrade.progress",
+             "priority": 1},
             AGE_COLUMN,
         ),
         spec_required=True,

@@ -21,16 +21,25 @@ from .election_plan import (
 )
 from .election_poller import ElectionHub, Subscription
 from .election_probes import ProbeTarget
-from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
+from .events import (
+    REASON_CONFIG,
+    REASON_RESTART,
+    REASON_SWITCHOVER,
+    REASON_UPGRADE,
+    build_event,
+)
 from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
+from .manifests.broker import runtime_config
 from .manifests.meta import selector_labels
 from .migration import FINAL, MigrationFacts, migrates_first, plan_migration
 from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
-from .upgrade import REVISION_LABEL, plan_upgrade
+from .runtime_config import runtime_changes
+from .upgrade import RESUME, REVISION_LABEL, UpgradeStep, plan_upgrade
+from .upgrade_driver import AdminUpgradeDriver, UpgradeDriver
 from .views import Reads
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
@@ -78,10 +87,16 @@ class BrokerGroupFollower:
     def __init__(
         self, api: Api, hub: ElectionHub, clock: Clock, logger: logging.Logger | Any,
         reads: Reads | None = None, driver: MigrationDriver | None = None,
+        upgrades: UpgradeDriver | None = None,
     ) -> None:
         self.api = api
         self.reads: Reads = reads or api
         self.driver: MigrationDriver = driver or AdminDriver()
+        self.upgrades: UpgradeDriver = upgrades or AdminUpgradeDriver()
+        self._upgrade: dict[str, Any] | None = None
+        self._config_errors: list[str] = []
+        self._runtime: dict[str, str] | None = None
+        self._handover_failed: str | None = None
         self.hub = hub
         self.clock = clock
         self.log = logger
@@ -230,16 +245,17 @@ class BrokerGroupFollower:
         if await self.migrate(body, ref, spec, status, pods, latest):
             return
         await self.switchover(body, ref, spec, status, sub.probe)
+        await self.runtime_config(body, ref, spec, status)
         if await self.restart(body, ref, spec, status, pods):
             return
         await self.upgrade(body, ref, spec, status, pods, revisions, sub.probe)
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
-        status: Mapping[str, Any], pods: list[PodInfo], election: Election,
+        status: dict[str, Any], pods: list[PodInfo], election: Election,
     ) -> bool:
         """One step of a DLedger-to-Controller migration; True while one is under way
-        (restarts and upgrades wait for it)."""
+        (restarts and upgrades wait for it). What it writes is merged into ``status``."""
         meta = body["metadata"]
         annotation = (meta.get("annotations") or {}).get(names.ANNOTATION_MIGRATION)
         recorded = status.get("migration") or None
@@ -264,6 +280,9 @@ class BrokerGroupFollower:
                 patch["conditions"] = conds
         if patch:
             await self.api.write_status(ref, patch, conditions.FOLLOWER)
+            # the upgrade step of this round applies the follower's conditions again:
+            # from these, not from the ones read before
+            status.update(patch)
         if step.clear_annotation:
             await self.api.patch(
                 ref, {"metadata": {"annotations": {names.ANNOTATION_MIGRATION: None}}})
@@ -389,22 +408,63 @@ class BrokerGroupFollower:
     ) -> None:
         sts = await self.reads.get(Ref("apps/v1", "StatefulSet", ref.namespace, ref.name))
         revision = ((sts or {}).get("status") or {}).get("updateRevision")
-        step = plan_upgrade(spec, ref.name, revision, pods, revisions, status, time.time())
+        annotations = body["metadata"].get("annotations") or {}
+        resume = annotations.get(names.ANNOTATION_UPGRADE) == RESUME
+        # This follower is the only writer of status.upgrade: its memory is newer than an
+        # index that has not seen the last write yet (a stale copy could delete twice).
+        recorded = self._upgrade if self._upgrade is not None else status.get("upgrade") or {}
+        status = {**status, "upgrade": recorded}
+        offsets = None
+        if revision and (recorded or any(revisions.get(p.name) != revision for p in pods)):
+            # A roll deletes pods: decide on the API's list. The index can miss a pod
+            # recreated under the same name (its old copy's deletion seen last).
+            raw = await self.api.list(Ref("v1", "Pod", ref.namespace), self._selector or {})
+            pods = [PodInfo.of(p) for p in raw]
+            revisions = {p["metadata"]["name"]:
+                         (p["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
+                         for p in raw}
+            if spec.upgradePolicy.strategy != "Manual" and not spec.upgrade.paused:
+                offsets = await self.offsets(ref, spec, status, pods)
+        step = plan_upgrade(spec, ref.name, revision, pods, revisions, status, time.time(),
+                            offsets, resume)
         now = self.clock()
+        events = list(step.events)
+        failed = None
         if step.switchover_to:
             broker_id, why_not = switchover_target(step.switchover_to, status)
             if broker_id is not None:
-                await probe.switchover(spec.clusterName, spec.broker_name(ref.name), broker_id)
-            message = f"upgrade: switchover to {step.switchover_to}" + (
-                f" failed: {why_not}" if why_not else "")
-            await self.api.post_event(build_event(body, "Normal", "Upgrade", message, now))
+                try:
+                    await probe.switchover(spec.clusterName, spec.broker_name(ref.name),
+                                           broker_id)
+                except Exception as exc:
+                    why_not = f"controller refused: {exc}"
+            if why_not:
+                failed = f"upgrade: switchover to {step.switchover_to} failed: {why_not}"
+        if step.transfer_to:
+            master = str(status.get("masterPod"))
+            ordinal = int(master.rsplit("-", 1)[1])
+            try:
+                await self.upgrades.transfer_leadership(
+                    f"{names.pod_dns(ref.name, ordinal, ref.namespace)}:{spec.ports.listen}",
+                    f"n{int(step.transfer_to.rsplit('-', 1)[1])}")
+            except Exception as exc:
+                failed = f"upgrade: leadership transfer to {step.transfer_to} failed: {exc}"
+        if failed is not None:
+            # not recorded as asked: the next round asks again (one Event per distinct error)
+            if failed != self._handover_failed:
+                self.log.info("%s/%s: %s", ref.namespace, ref.name, failed)
+                await self.api.post_event(build_event(body, "Warning", REASON_UPGRADE, failed,
+                                                      now))
+            self._handover_failed = failed
+            step = UpgradeStep(condition=(True, "Waiting", failed))
+            events = []
+        else:
+            self._handover_failed = None
         if step.delete:
             await self.api.delete(Ref("v1", "Pod", ref.namespace, step.delete))
-            await self.api.post_event(build_event(
-                body, "Normal", "Upgrade", f"upgrade: restarted pod {step.delete}", now))
         patch: dict[str, Any] = {}
-        if step.status is not None and differs(step.status, status.get("upgrade") or {}):
-            patch["upgrade"] = step.status or None
+        if step.status is not None and differs(step.status, recorded):
+            patch["upgrade"] = merge_patch(recorded, step.status) if step.status else None
         if step.condition is not None:
             conds = conditions.set_condition(
                 status.get("conditions", []), "Upgrading", *step.condition, now)
@@ -412,6 +472,72 @@ class BrokerGroupFollower:
                 patch["conditions"] = conds
         if patch:
             await self.api.write_status(ref, patch, conditions.FOLLOWER)
+        if step.status is not None:
+            self._upgrade = dict(step.status)
+        if step.clear_resume:
+            await self.api.patch(
+                ref, {"metadata": {"annotations": {names.ANNOTATION_UPGRADE: None}}})
+        for kind, message in events:
+            self.log.info("%s/%s: %s", ref.namespace, ref.name, message)
+            await self.api.post_event(build_event(body, kind, REASON_UPGRADE, message, now))
+
+    async def offsets(
+        self, ref: Ref, spec: BrokerGroupSpec, status: Mapping[str, Any], pods: list[PodInfo],
+    ) -> dict[str, int]:
+        """Commitlog max offset per pod. The master is asked first: a slave read after it
+        is not behind by the writes that happened in between."""
+        master = status.get("masterPod")
+        order = sorted(pods, key=lambda p: (p.name != master, p.name))
+        addrs = {f"{names.pod_dns(ref.name, int(p.name.rsplit('-', 1)[1]), ref.namespace)}"
+                 f":{spec.ports.listen}": p.name for p in order}
+        answers = await self.upgrades.max_offsets(list(addrs))
+        return {addrs[a]: offset for a, offset in answers.items()}
+
+    async def runtime_config(
+        self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+        status: Mapping[str, Any],
+    ) -> None:
+        """Push changed runtime keys to the running brokers (the pod template's hash leaves
+        them out, so no pod restarts for them; a pod started later reads the ConfigMap)."""
+        desired = runtime_config(spec)
+        # as with status.upgrade: the only writer remembers better than a lagging index
+        applied = self._runtime if self._runtime is not None \
+            else status.get("appliedRuntimeConfig")
+        changes = runtime_changes(desired, applied)
+        if changes is None:
+            return
+        if changes:
+            brokers = [f"{names.pod_dns(ref.name, i, ref.namespace)}:{spec.ports.listen}"
+                       for i in range(spec.replicas)]
+            errors = await self.upgrades.update_config(brokers, changes)
+            if errors:
+                if errors != self._config_errors:
+                    message = f"applying {sorted(changes)} without a restart failed:" \
+                              f" {'; '.join(errors)}"
+                    await self.api.post_event(build_event(body, "Warning", REASON_CONFIG,
+                                                          message, self.clock()))
+                self._config_errors = errors
+                return
+            listed = ", ".join(f"{k}={v}" for k, v in sorted(changes.items()))
+            await self.api.post_event(build_event(
+                body, "Normal", REASON_CONFIG, f"applied {listed} to every broker without a"
+                                               f" restart", self.clock()))
+        self._config_errors = []
+        await self.api.write_status(ref, {"appliedRuntimeConfig": merge_patch(
+            applied or {}, desired)}, conditions.FOLLOWER)
+        self._runtime = dict(desired)
+
+
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch from ``old`` to ``new`` (keys gone become None)."""
+    out: dict[str, Any] = {k: None for k in old if k not in new}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            out[key] = merge_patch(before, value)
+        else:
+            out[key] = value
+    return out
 
 
 def running_mode(body: Mapping[str, Any], spec: BrokerGroupSpec) -> str:

@@ -71,6 +71,9 @@ class PodInfo:
     ready: bool = False
     uid: str = ""
     terminating: bool = False
+    stuck: str | None = None
+    """Why the pod cannot serve whatever happens (CrashLoopBackOff, ImagePullBackOff,
+    ErrImagePull, Unschedulable); None when it is running or just starting."""
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> PodInfo:
@@ -86,7 +89,25 @@ class PodInfo:
             ready=ready,
             uid=meta.get("uid", ""),
             terminating=bool(meta.get("deletionTimestamp")),
+            stuck=stuck_reason(status),
         )
+
+
+STUCK_REASONS = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull",
+                           "InvalidImageName", "CreateContainerConfigError"})
+
+
+def stuck_reason(status: Mapping[str, Any]) -> str | None:
+    """A waiting container's reason that will not clear by itself, or Unschedulable."""
+    for container in status.get("containerStatuses") or []:
+        reason = ((container.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason in STUCK_REASONS:
+            return str(reason)
+    if status.get("phase") == "Pending":
+        for cond in status.get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("reason") == "Unschedulable":
+                return "Unschedulable"
+    return None
 
 
 def pod_for_address(address: str | None, pods: Sequence[PodInfo]) -> str | None:

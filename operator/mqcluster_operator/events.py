@@ -12,6 +12,8 @@ REASON_MASTER_CHANGED = "MasterChanged"
 REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SWITCHOVER = "Switchover"
 REASON_RESTART = "Restart"
+REASON_UPGRADE = "Upgrade"
+REASON_CONFIG = "RuntimeConfig"
 
 
 def build_event(

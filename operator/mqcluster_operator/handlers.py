@@ -208,7 +208,7 @@ async def follow_brokergroup(
     body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
     follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger, IndexedReads(kwargs),
-                                   memo.get("migration_driver"))
+                                   memo.get("migration_driver"), memo.get("upgrade_driver"))
     try:
         await run_follower(follower, body, memo.api, memo.clock, stopped, memo.follow_interval,
                            WriteBackoff(), logger)

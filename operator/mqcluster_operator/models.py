@@ -184,11 +184,19 @@ class UpgradePolicy(CRModel):
     strategy: Literal["SlavesFirstSwitchover", "Manual"] = "SlavesFirstSwitchover"
     """Slaves one at a time, then a switchover, then the old master; or leave pods alone."""
     maxLagBytes: int = Field(default=0, ge=0)
-    """A restarted slave counts as caught up when its lag is at most this."""
+    """A restarted slave counts as caught up when its commitlog max offset is at most
+    this many bytes behind the master's."""
     catchUpTimeoutSeconds: int = Field(default=600, ge=10)
-    """How long a restarted slave may take to rejoin the SyncStateSet."""
+    """How long a restarted slave may take to be Ready, rejoin the SyncStateSet and catch
+    up; after that the upgrade pauses (reason PausedStepTimeout)."""
     switchoverTimeoutSeconds: int = Field(default=120, ge=5)
-    """How long a switchover to an in-sync slave may take."""
+    """How long a switchover (DLedger: leadership transfer) to an upgraded in-sync slave
+    may take before the upgrade pauses."""
+
+
+class UpgradeSpec(CRModel):
+    paused: bool = False
+    """Hold a rolling upgrade where it is (reason PausedByUser); false lets it go on."""
 
 
 class MigrationSpec(CRModel):
@@ -282,6 +290,9 @@ class BrokerGroupSpec(PodMeta):
     service: ServiceSpec = Field(default_factory=ServiceSpec)
     scheduling: Scheduling = Field(default_factory=Scheduling)
     upgradePolicy: UpgradePolicy = Field(default_factory=UpgradePolicy)
+    """How a rolling upgrade proceeds (strategy, catch-up gap, step timeouts)."""
+    upgrade: UpgradeSpec = Field(default_factory=UpgradeSpec)
+    """Control of the rolling upgrade under way (``paused``)."""
     migration: MigrationSpec = Field(default_factory=MigrationSpec)
 
     @field_validator("brokerConfig")
@@ -391,7 +402,13 @@ class UpgradeStatus(CRModel):
     deleted: dict[str, str] = Field(default_factory=dict)
     """Pod restarted last and its old uid."""
     switchoverTo: str | None = None
-    """Pod the master was asked to hand over to."""
+    """Pod the master was asked to hand over to (controller mode)."""
+    transferTo: str | None = None
+    """Pod the DLedger leader was asked to transfer leadership to."""
+    progress: str = ""
+    """``2/3 pods upgraded``."""
+    paused: str | None = None
+    """PausedStepTimeout when a step did not converge in time (Warning Event posted)."""
 
 
 class BrokerGroupStatus(CRModel):
@@ -417,6 +434,8 @@ class BrokerGroupStatus(CRModel):
     migration: MigrationStatus | None = None
     restart: RestartStatus | None = None
     upgrade: UpgradeStatus | None = None
+    appliedRuntimeConfig: dict[str, str] | None = None
+    """Broker keys taken without a restart, as last pushed to the running brokers."""
 
 
 class ControllerStatus(CRModel):

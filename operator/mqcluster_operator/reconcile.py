@@ -182,9 +182,6 @@ def readiness(
         )
         conds = conditions.set_condition(conds, "Progressing", False, "Stable", "", now, gen)
         phase = "Running"
-        upgrading = conditions.get_condition(conds, "Upgrading")
-        if upgrading and upgrading.get("status") == "True":
-            phase = "Upgrading"
     else:
         why = f"{ready}/{want} replicas ready" + ("" if master or not needs_master
                                                   else ", no master")
@@ -192,4 +189,8 @@ def readiness(
         conds = conditions.set_condition(conds, "Ready", False, reason, why, now, gen)
         conds = conditions.set_condition(conds, "Progressing", True, reason, why, now, gen)
         phase = "Pending" if ready == 0 else "Degraded"
+    # a roll takes pods down one at a time on purpose: Upgrading, not Degraded
+    upgrading = conditions.get_condition(conds, "Upgrading")
+    if upgrading and upgrading.get("status") == "True":
+        phase = "Upgrading"
     return {"phase": phase, "readyReplicas": ready, "conditions": conds}

@@ -1,4 +1,5 @@
-"""Run the operator in-process (kopf) against the emulator, with a fake ControllerProbe."""
+"""Run the operator in-process (kopf) against the emulator, with a fake ControllerProbe
+(and fake brokers for the upgrade driver) unless real ones are given."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,10 @@ class FakeCluster:
     meta: ControllerMeta = field(default_factory=lambda: ControllerMeta(None, None))
     failing: bool = False
     switchovers: list[tuple[str, str, int]] = field(default_factory=list)
+    offsets: dict[str, int] = field(default_factory=dict)
+    """Commitlog max offset per pod the fake brokers report (0 when unset)."""
+    transfers: list[tuple[str, str]] = field(default_factory=list)
+    config_updates: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
 
 @dataclass
@@ -73,6 +78,27 @@ class FakeProbe:
     async def close(self) -> None:
         pass
 
+
+
+@dataclass
+class FakeUpgradeDriver:
+    """The brokers of the fake clusters, for the upgrade follower (addresses name pods)."""
+
+    clusters: FakeClusters
+
+    def _cluster(self, address: str) -> FakeCluster:
+        return self.clusters(address.split(".")[2])
+
+    async def max_offsets(self, brokers: Sequence[str]) -> dict[str, int]:
+        return {b: self._cluster(b).offsets.get(b.split(".")[0], 0) for b in brokers}
+
+    async def transfer_leadership(self, leader: str, peer_id: str) -> None:
+        self._cluster(leader).transfers.append((leader.split(".")[0], peer_id))
+
+    async def update_config(self, brokers: Sequence[str], changes: Mapping[str, str]) -> list[str]:
+        for broker in brokers:
+            self._cluster(broker).config_updates.append((broker.split(".")[0], dict(changes)))
+        return []
 
 
 @dataclass
@@ -126,6 +152,7 @@ async def running_operator(
         memo = kopf.Memo(
             connect=lambda **_: kopf.ConnectionInfo(server=url),
             probe_factory=probe_factory or fake.factory,
+            **({} if probe_factory else {"upgrade_driver": FakeUpgradeDriver(fake)}),
             applied=AppliedCache(reapply_seconds),
             follow_interval=follow_interval,
             poll_interval=poll_interval,

@@ -9,7 +9,9 @@ commands). A Pod object appears once the process has booted (Ready, with its
 address as ``podIP`` and the template's revision as ``controller-revision-hash``);
 a Pod the operator deletes has its process stopped and is started again; pods
 beyond ``replicas`` stop; a process that dies is restarted (restartPolicy Always).
-The StatefulSet's status (readyReplicas, updateRevision) follows.
+The StatefulSet's status (readyReplicas, updateRevision) follows. A pod whose
+image is in ``broken_images`` gets no process: its Pod stays Pending and not Ready
+with its container waiting in ``ImagePullBackOff`` until the operator deletes it.
 
 ``resolve`` maps the pods' DNS names in addresses to the local ones, for the
 operator's probes and the migration driver.
@@ -64,6 +66,9 @@ class LocalKubelet:
     starting: set[str] = field(default_factory=set)
     started: list[str] = field(default_factory=list)
     """Every pod start, in order (a pod restarted twice appears twice)."""
+    broken_images: set[str] = field(default_factory=set)
+    stuck: dict[str, str] = field(default_factory=dict)
+    """Pods left in ImagePullBackOff, and their uids."""
     _task: asyncio.Task[None] | None = None
 
     def ip_of(self, pod: str) -> str:
@@ -120,6 +125,10 @@ class LocalKubelet:
                 if pod in self.starting:
                     continue
                 live = self.emulator.live("v1/pods", self.namespace, pod)
+                if pod in self.stuck:
+                    if live is not None and live["metadata"]["uid"] == self.stuck[pod]:
+                        continue
+                    del self.stuck[pod]
                 proc = self.running.get(pod)
                 if proc is not None and (live is None or live["metadata"]["uid"] != proc.uid
                                          or proc.proc.proc is None
@@ -160,6 +169,9 @@ class LocalKubelet:
         try:
             template = sts["spec"]["template"]
             container = template["spec"]["containers"][0]
+            if container["image"] in self.broken_images:
+                await self.pull_fails(template, pod, revision)
+                return
             script = container["command"][-1]
             conf = re.search(r"cat \S+/(\S+) ", script)
             command = re.search(r"exec (\S+) -c", script)
@@ -196,6 +208,24 @@ class LocalKubelet:
             self.started.append(pod)
         finally:
             self.starting.discard(pod)
+
+    async def pull_fails(self, template: dict[str, Any], pod: str, revision: str) -> None:
+        container = template["spec"]["containers"][0]
+        labels = {**template["metadata"].get("labels", {}),
+                  "controller-revision-hash": revision,
+                  "statefulset.kubernetes.io/pod-name": pod}
+        created = await self.api.create({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": self.namespace, "labels": labels},
+            "spec": {"containers": [{"name": container["name"], "image": container["image"]}]},
+            "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}],
+                       "containerStatuses": [{
+                           "name": container["name"], "image": container["image"],
+                           "ready": False, "restartCount": 0,
+                           "state": {"waiting": {"reason": "ImagePullBackOff",
+                                                 "message": "Back-off pulling image"}}}]},
+        })
+        self.stuck[pod] = created["metadata"]["uid"]
 
     async def run_init(self, init: dict[str, Any], root: Path) -> None:
         argv = [sys.executable if a == "python" else a.replace(pod_manifests.DATA_DIR, str(root))

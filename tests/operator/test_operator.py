@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +360,65 @@ async def test_rolling_upgrade_slaves_first_then_switchover(ns: Ns) -> None:
         what="upgrade finished",
     )
     assert ns.role("broker-a-1") == "master"
+
+
+async def test_dledger_upgrade_transfers_leadership_before_the_leader_restarts(ns: Ns) -> None:
+    def election(leader: int) -> Election:
+        return Election(ns.addr("broker-a", leader), None, None, tuple(
+            ReplicaState(i + 1, ns.addr("broker-a", i), True, True) for i in range(3)))
+
+    ns.fake.election = election(0)
+    for i in range(3):
+        await ns.h.api.create(ns.pod("broker-a", i))
+    await ns.h.api.create(ns.controller())
+    await ns.h.api.create(ns.brokergroup(mode="DLedger", replicas=3))
+    await ns.eventually(lambda: ns.status(BG, "broker-a").get("masterPod") == "broker-a-0",
+                        what="leader known")
+    await ns.eventually(lambda: ns.obj("apps/v1/statefulsets", "broker-a"), what="StatefulSet")
+    await ns.h.api.patch(Ref("apps/v1", "StatefulSet", ns.ns, "broker-a"),
+                         {"status": {"updateRevision": "r2"}}, "status")
+    for slave in ("broker-a-1", "broker-a-2"):
+        await ns.eventually(partial(lambda pod: ns.obj("v1/pods", pod) is None, slave),
+                            what=f"{slave} restarted")
+        await ns.h.api.create(ns.pod("broker-a", int(slave[-1]), "r2"))
+    await ns.eventually(lambda: ns.fake.transfers, what="leadership transfer")
+    assert ns.fake.transfers == [("broker-a-0", "n1")]
+    assert ns.obj("v1/pods", "broker-a-0") is not None  # not before the leader moved
+    ns.fake.election = election(1)
+    await ns.eventually(lambda: ns.obj("v1/pods", "broker-a-0") is None,
+                        what="old leader restarted")
+    await ns.h.api.create(ns.pod("broker-a", 0, "r2"))
+    await ns.eventually(
+        lambda: (c := ns.condition(BG, "broker-a", "Upgrading")) and c["reason"] == "UpToDate",
+        what="upgrade finished")
+    messages = [e["message"] for e in ns.events("Upgrade")]
+    assert any("transferring leadership to broker-a-1" in m for m in messages)
+
+
+async def test_a_runtime_config_change_is_pushed_to_the_brokers_without_a_restart(
+        ns: Ns) -> None:
+    ns.fake.election = Election(ns.addr("broker-a", 0), 1, 1, tuple(
+        ReplicaState(i + 1, ns.addr("broker-a", i), True, True) for i in range(2)))
+    for i in range(2):
+        await ns.h.api.create(ns.pod("broker-a", i))
+    await ns.h.api.create(ns.controller())
+    await ns.h.api.create(ns.brokergroup(brokerConfig={"autoCreateTopicEnable": "true"}))
+    await ns.eventually(lambda: ns.status(BG, "broker-a").get("appliedRuntimeConfig"),
+                        what="runtime config recorded")
+    template = (ns.obj("apps/v1/statefulsets", "broker-a") or {})["spec"]["template"]
+    await ns.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", ns.ns, "broker-a"),
+                         {"spec": {"brokerConfig": {"autoCreateTopicEnable": "false"},
+                                   "minInSyncReplicas": 2, "inSyncReplicas": 2}})
+    await ns.eventually(lambda: ns.events("RuntimeConfig"), what="RuntimeConfig event")
+    changes = {"autoCreateTopicEnable": "false", "inSyncReplicas": "2",
+               "minInSyncReplicas": "2"}
+    assert sorted(ns.fake.config_updates) == [("broker-a-0", changes), ("broker-a-1", changes)]
+    await ns.eventually(
+        lambda: "autoCreateTopicEnable=false" in (ns.obj("v1/configmaps", "broker-a-config")
+                                                  or {}).get("data", {}).get("broker.conf", ""),
+        what="ConfigMap updated")
+    assert (ns.obj("apps/v1/statefulsets", "broker-a") or {})["spec"]["template"] == template
+    assert ns.obj("v1/pods", "broker-a-0") and ns.obj("v1/pods", "broker-a-1")
 
 
 STS = "apps/v1/statefulsets"

@@ -1,26 +1,52 @@
-"""Rolling upgrade planning: slaves first, switchover, old master last."""
+"""Rolling upgrade planning: one table per rule; slaves first, a handover, the old master last."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mqcluster_operator.election_plan import PodInfo
-from mqcluster_operator.models import BrokerGroupSpec
-from mqcluster_operator.upgrade import plan_upgrade
+import pytest
+
+from mqcluster.broker.handlers.ops import RUNTIME_KEYS
+from mqcluster_operator.config_keys import BROKER_RUNTIME_KEYS
+from mqcluster_operator.election_plan import PodInfo, stuck_reason
+from mqcluster_operator.manifests import Owner, build_brokergroup, controller_view
+from mqcluster_operator.manifests.broker import runtime_config
+from mqcluster_operator.models import BrokerGroupSpec, ControllerSpec
+from mqcluster_operator.runtime_config import runtime_changes
+from mqcluster_operator.upgrade import PAUSED_TIMEOUT, UpgradeStep, plan_upgrade
 
 SPEC = BrokerGroupSpec.model_validate({"replicas": 3, "controllerRef": {"name": "mqc"}})
+DLEDGER = BrokerGroupSpec.model_validate({"mode": "DLedger", "replicas": 3,
+                                          "namesrvAddr": "n:1"})
+MASTER_SLAVE = BrokerGroupSpec.model_validate({"mode": "MasterSlave", "replicas": 3,
+                                               "namesrvAddr": "n:1"})
 
 
-def pods(uids: dict[str, str] | None = None, ready: bool = True) -> list[PodInfo]:
-    uids = uids or {}
-    return [PodInfo(f"bg-{i}", None, None, ready, uids.get(f"bg-{i}", f"u{i}")) for i in range(3)]
+def spec_with(spec: BrokerGroupSpec = SPEC, **policy: Any) -> BrokerGroupSpec:
+    data = spec.model_dump(exclude_defaults=True)
+    for key, value in policy.items():
+        section = "upgrade" if key == "paused" else "upgradePolicy"
+        data.setdefault(section, {})[key] = value
+    return BrokerGroupSpec.model_validate(data)
 
 
-def status(master: str = "bg-0", upgrade: dict[str, Any] | None = None) -> dict[str, Any]:
+def pods(uids: dict[str, str] | None = None, ready: bool = True,
+         stuck: dict[str, str] | None = None, master: str = "bg-0") -> list[PodInfo]:
+    """Labelled as the follower labels them: ``role=master`` on ``master``."""
+    uids, stuck = uids or {}, stuck or {}
+    return [PodInfo(f"bg-{i}", None, "master" if f"bg-{i}" == master else "slave",
+                    ready and f"bg-{i}" not in stuck,
+                    uids.get(f"bg-{i}", f"u{i}"), stuck=stuck.get(f"bg-{i}"))
+            for i in range(3)]
+
+
+def status(master: str = "bg-0", upgrade: dict[str, Any] | None = None,
+           sss: tuple[str, ...] = ("bg-0", "bg-1", "bg-2")) -> dict[str, Any]:
     out: dict[str, Any] = {
         "masterPod": master,
-        "syncStateSet": ["bg-0", "bg-1", "bg-2"],
-        "replicas": [{"pod": f"bg-{i}", "brokerId": i + 1, "inSync": True} for i in range(3)],
+        "syncStateSet": list(sss),
+        "replicas": [{"pod": f"bg-{i}", "brokerId": i + 1, "inSync": f"bg-{i}" in sss}
+                     for i in range(3)],
     }
     if upgrade is not None:
         out["upgrade"] = upgrade
@@ -28,6 +54,11 @@ def status(master: str = "bg-0", upgrade: dict[str, Any] | None = None) -> dict[
 
 
 OLD = {"bg-0": "r1", "bg-1": "r1", "bg-2": "r1"}
+ROLLING = {"revision": "r2", "since": 100.0, "deleted": {}, "progress": "0/3 pods upgraded"}
+
+
+def reason(step: UpgradeStep) -> str | None:
+    return step.condition[1] if step.condition else None
 
 
 def test_nothing_to_do() -> None:
@@ -35,57 +66,289 @@ def test_nothing_to_do() -> None:
     assert plan_upgrade(SPEC, "bg", None, pods(), OLD, status(), 0).delete is None
 
 
+def test_a_missing_pod_with_nothing_outdated_starts_no_roll() -> None:
+    revs = {"bg-0": "r2", "bg-1": "r2"}
+    assert plan_upgrade(SPEC, "bg", "r2", pods()[:2], revs, status(), 0) == UpgradeStep()
+    # but the last pod of a roll is waited for before the roll is done
+    step = plan_upgrade(SPEC, "bg", "r2", pods()[:2], revs, status(upgrade=ROLLING), 1)
+    assert step.condition and step.condition[:2] == (True, "Waiting")
+    assert "1 pod(s) missing" in step.condition[2]
+
+
 def test_full_rollout() -> None:
     step = plan_upgrade(SPEC, "bg", "r2", pods(), OLD, status(), 100)
-    assert step.delete == "bg-1" and step.condition and step.condition[1] == "RestartingSlave"
+    assert step.delete == "bg-1" and reason(step) == "RestartingSlave"
+    assert step.status and step.status["progress"] == "0/3 pods upgraded"
+    assert [m for _, m in step.events] == ["upgrade to revision r2 started (0/3 pods upgraded)",
+                                           "upgrade: restarting slave bg-1 (0/3 pods upgraded)"]
     state = step.status
     # bg-1 not recreated yet (same uid), then recreated but out of the SyncStateSet
     assert plan_upgrade(SPEC, "bg", "r2", pods(), OLD, status(upgrade=state), 101).delete is None
     revs = {**OLD, "bg-1": "r2"}
-    out_of_sync = status(upgrade=state)
-    out_of_sync["syncStateSet"] = ["bg-0", "bg-2"]
+    out_of_sync = status(upgrade=state, sss=("bg-0", "bg-2"))
     step = plan_upgrade(SPEC, "bg", "r2", pods({"bg-1": "n1"}), revs, out_of_sync, 102)
     assert step.delete is None and step.condition and "rejoin" in step.condition[2]
     step = plan_upgrade(SPEC, "bg", "r2", pods({"bg-1": "n1"}), revs, status(upgrade=state), 103)
-    assert step.delete == "bg-2"
+    assert step.delete == "bg-2" and step.status
+    assert step.status["progress"] == "1/3 pods upgraded"
     revs = {**revs, "bg-2": "r2"}
     now_pods = pods({"bg-1": "n1", "bg-2": "n2"})
     step = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, status(upgrade=step.status), 104)
-    assert step.delete is None and step.switchover_to == "bg-1"
+    assert step.delete is None and step.switchover_to == "bg-1" and step.transfer_to is None
     waiting = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, status(upgrade=step.status), 105)
     assert waiting.switchover_to is None and waiting.delete is None
-    assert waiting.condition and waiting.condition[1] == "Waiting"
-    late = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, status(upgrade=step.status), 104 + 500)
-    assert late.condition and late.condition[1] == "Stalled"
-    step = plan_upgrade(SPEC, "bg", "r2", now_pods, revs,
-                        status(master="bg-1", upgrade=step.status), 106)
+    assert reason(waiting) == "Waiting"
+    switched = status(master="bg-1", upgrade=step.status)
+    # the controller elected bg-1; the pods' labels (the client Service) not yet
+    labels_behind = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, switched, 106)
+    assert labels_behind.delete is None and labels_behind.condition
+    assert "client Service to select bg-1" in labels_behind.condition[2]
+    now_pods = pods({"bg-1": "n1", "bg-2": "n2"}, master="bg-1")
+    step = plan_upgrade(SPEC, "bg", "r2", now_pods, revs, switched, 106)
     assert step.delete == "bg-0"
     revs = {**revs, "bg-0": "r2"}
-    done = plan_upgrade(SPEC, "bg", "r2", pods({"bg-0": "n0", "bg-1": "n1", "bg-2": "n2"}), revs,
+    done = plan_upgrade(SPEC, "bg", "r2",
+                        pods({"bg-0": "n0", "bg-1": "n1", "bg-2": "n2"}, master="bg-1"), revs,
                         status(master="bg-1", upgrade=step.status), 107)
     assert done.status == {} and done.condition and done.condition[0] is False
+    assert done.events and "completed: 3/3 pods upgraded" in done.events[0][1]
+
+
+@pytest.mark.parametrize(("offsets", "max_lag", "waits_for"), [
+    ({"bg-0": 1000, "bg-1": 1000, "bg-2": 1000}, 0, None),
+    ({"bg-0": 1000, "bg-1": 900, "bg-2": 1000}, 0, "bg-1 100 bytes"),
+    ({"bg-0": 1000, "bg-1": 900, "bg-2": 1000}, 100, None),
+    ({"bg-0": 1000, "bg-1": 1100, "bg-2": 1000}, 0, None),  # read after the master
+    ({"bg-0": 1000, "bg-2": 1000}, 0, "offset of bg-1"),
+    ({"bg-1": 1000, "bg-2": 1000}, 0, "offset of master bg-0"),
+    (None, 0, None),  # not asked: the SyncStateSet alone decides
+])
+def test_the_next_pod_waits_until_every_slave_has_caught_up(
+        offsets: dict[str, int] | None, max_lag: int, waits_for: str | None) -> None:
+    revs = {**OLD, "bg-1": "r2"}
+    step = plan_upgrade(spec_with(maxLagBytes=max_lag), "bg", "r2", pods({"bg-1": "n1"}), revs,
+                        status(upgrade={**ROLLING, "deleted": {"bg-1": "u1"}}), 101, offsets)
+    if waits_for is None:
+        assert step.delete == "bg-2"
+    else:
+        assert step.delete is None and reason(step) == "Waiting"
+        assert step.condition and waits_for in step.condition[2]
+
+
+@pytest.mark.parametrize(("spec", "ready", "sss", "master", "why"), [
+    (SPEC, True, ("bg-0",), "bg-0", "SyncStateSet has 1 member(s), fewer than 2"),
+    (SPEC, False, ("bg-0", "bg-1", "bg-2"), "bg-0", "not Ready"),
+    (SPEC, True, ("bg-0", "bg-1", "bg-2"), None, "no master"),
+    (DLEDGER, False, (), "bg-0", "not Ready"),
+    (BrokerGroupSpec.model_validate({"replicas": 3, "controllerRef": {"name": "mqc"},
+                                     "minInSyncReplicas": 2, "inSyncReplicas": 2}),
+     True, ("bg-0", "bg-1"), "bg-0", "fewer than 3"),
+])
+def test_a_roll_does_not_start_while_the_group_is_degraded(
+        spec: BrokerGroupSpec, ready: bool, sss: tuple[str, ...], master: str | None,
+        why: str) -> None:
+    group = pods(ready=ready) if ready else [*pods()[:2], PodInfo("bg-2", None, None, False, "u2")]
+    step = plan_upgrade(spec, "bg", "r2", group, OLD, status(master or "", sss=sss)
+                        if master else {**status(sss=sss), "masterPod": None}, 0)
+    assert step.delete is None and step.switchover_to is None and step.status is None
+    assert step.condition and step.condition[:2] == (False, "Degraded") and why in step.condition[2]
+
+
+def test_a_roll_under_way_goes_on_while_a_pod_is_down() -> None:
+    """Degraded stops only the start; a restarted slave that is slow is waited for."""
+    step = plan_upgrade(SPEC, "bg", "r2", pods({"bg-1": "n1"}, ready=False),
+                        {**OLD, "bg-1": "r2"}, status(upgrade={**ROLLING,
+                                                               "deleted": {"bg-1": "u1"}}), 101)
+    assert reason(step) == "Waiting" and step.delete is None
+
+
+@pytest.mark.parametrize("why", ["CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull",
+                                 "Unschedulable"])
+def test_a_stuck_outdated_pod_is_replaced_first_without_waiting(why: str) -> None:
+    # the group is degraded only by the stuck pod: the roll still starts, with it
+    broken = pods(stuck={"bg-2": why})
+    step = plan_upgrade(SPEC, "bg", "r2", broken, OLD, status(sss=("bg-0", "bg-1")), 0)
+    assert step.delete == "bg-2" and reason(step) == "ReplacingStuckPod"
+    assert step.status and step.status["deleted"] == {}  # not waited for
+    # even while another restarted pod is still coming back, and even the master
+    state = {**ROLLING, "deleted": {"bg-1": "u1"}}
+    step = plan_upgrade(SPEC, "bg", "r2", pods(stuck={"bg-0": why}), OLD,
+                        status(upgrade=state), 101)
+    assert step.delete == "bg-0"
+
+
+def test_a_stuck_upgraded_pod_is_waited_for_then_pauses_the_roll() -> None:
+    revs = {**OLD, "bg-1": "r2"}
+    state = {**ROLLING, "deleted": {"bg-1": "u1"}}
+    broken = pods({"bg-1": "n1"}, stuck={"bg-1": "ImagePullBackOff"})
+    step = plan_upgrade(SPEC, "bg", "r2", broken, revs, status(upgrade=state), 200)
+    assert step.delete is None and reason(step) == "Waiting"
+    paused = plan_upgrade(SPEC, "bg", "r2", broken, revs, status(upgrade=state), 100 + 601)
+    assert paused.delete is None and paused.condition
+    assert paused.condition[:2] == (False, PAUSED_TIMEOUT)
+    assert [t for t, _ in paused.events] == ["Warning"] and paused.status
+    assert paused.status["paused"] == PAUSED_TIMEOUT
+    again = plan_upgrade(SPEC, "bg", "r2", broken, revs, status(upgrade=paused.status), 800)
+    assert reason(again) == PAUSED_TIMEOUT and again.events == ()  # one Event per pause
+
+
+def test_a_paused_roll_goes_on_once_the_step_converges() -> None:
+    revs = {**OLD, "bg-1": "r2"}
+    state = {**ROLLING, "deleted": {"bg-1": "u1"}, "paused": PAUSED_TIMEOUT}
+    step = plan_upgrade(SPEC, "bg", "r2", pods({"bg-1": "n1"}), revs, status(upgrade=state), 900)
+    assert step.delete == "bg-2" and step.status and "paused" not in step.status
+    assert reason(step) == "RestartingSlave"
+
+
+def test_resume_gives_the_step_a_new_timeout() -> None:
+    revs = {**OLD, "bg-1": "r2"}
+    state = {**ROLLING, "deleted": {"bg-1": "u1"}, "paused": PAUSED_TIMEOUT}
+    broken = pods({"bg-1": "n1"}, ready=False)
+    step = plan_upgrade(SPEC, "bg", "r2", broken, revs, status(upgrade=state), 900, resume=True)
+    assert step.clear_resume and reason(step) == "Waiting"
+    assert step.status and step.status["since"] == 900 and "paused" not in step.status
+
+
+def test_resume_asks_for_a_handover_that_never_happened_again() -> None:
+    revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
+    state = {**ROLLING, "switchoverTo": "bg-2", "paused": PAUSED_TIMEOUT}
+    step = plan_upgrade(SPEC, "bg", "r2", pods(), revs, status(upgrade=state), 900, resume=True)
+    assert step.switchover_to == "bg-1" and step.clear_resume
+
+
+def test_spec_upgrade_paused_holds_the_roll() -> None:
+    held = spec_with(paused=True)
+    step = plan_upgrade(held, "bg", "r2", pods(), OLD, status(), 0)
+    assert step.delete is None and step.status is None
+    assert step.condition and step.condition[:2] == (False, "PausedByUser")
+    under_way = plan_upgrade(held, "bg", "r2", pods({"bg-1": "n1"}), {**OLD, "bg-1": "r2"},
+                             status(upgrade=ROLLING), 1000)
+    assert under_way.delete is None and reason(under_way) == "PausedByUser"
+    assert under_way.status and under_way.status["progress"] == "1/3 pods upgraded"
+    assert under_way.condition and "1/3 pods upgraded" in under_way.condition[2]
+
+
+def test_switchover_that_does_not_happen_pauses() -> None:
+    revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
+    state = {**ROLLING, "switchoverTo": "bg-1"}
+    late = plan_upgrade(SPEC, "bg", "r2", pods(), revs, status(upgrade=state), 100 + 121)
+    assert late.condition and late.condition[:2] == (False, PAUSED_TIMEOUT)
+    assert "waiting for bg-1 to become master" in late.condition[2]
+
+
+def test_dledger_transfers_leadership_to_an_upgraded_follower_before_the_leader_goes() -> None:
+    revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
+    step = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs, status(sss=()), 0,
+                        {"bg-0": 10, "bg-1": 10, "bg-2": 10})
+    assert step.transfer_to == "bg-1" and step.switchover_to is None and step.delete is None
+    assert step.status and step.status["transferTo"] == "bg-1"
+    waiting = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs,
+                           status(upgrade=step.status, sss=()), 1)
+    assert waiting.transfer_to is None and waiting.delete is None
+    moved = plan_upgrade(DLEDGER, "bg", "r2", pods(master="bg-1"), revs,
+                         status("bg-1", upgrade=step.status, sss=()), 2)
+    assert moved.delete == "bg-0" and moved.status and "transferTo" not in moved.status
+
+
+def test_dledger_waits_for_a_lagging_follower_before_the_transfer() -> None:
+    revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
+    step = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs, status(sss=()), 0,
+                        {"bg-0": 10, "bg-1": 5, "bg-2": 10})
+    assert step.transfer_to is None and step.condition and "bg-1 5 bytes" in step.condition[2]
 
 
 def test_manual_strategy_only_reports() -> None:
-    manual = SPEC.model_copy(update={"upgradePolicy": SPEC.upgradePolicy.model_copy(
-        update={"strategy": "Manual"})})
-    step = plan_upgrade(manual, "bg", "r2", pods(), OLD, status(), 0)
-    assert step.delete is None and step.condition and step.condition[1] == "ManualUpgrade"
+    step = plan_upgrade(spec_with(strategy="Manual"), "bg", "r2", pods(), OLD, status(), 0)
+    assert step.delete is None and reason(step) == "ManualUpgrade"
 
 
 def test_master_slave_restarts_the_master_last_without_switchover() -> None:
-    spec = BrokerGroupSpec.model_validate({"mode": "MasterSlave", "replicas": 3,
-                                           "namesrvAddr": "n:1"})
     revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
-    step = plan_upgrade(spec, "bg", "r2", pods(), revs, status(), 0)
-    assert step.delete == "bg-0" and step.switchover_to is None
+    step = plan_upgrade(MASTER_SLAVE, "bg", "r2", pods(), revs, status(), 0)
+    assert step.delete == "bg-0" and step.switchover_to is None and step.transfer_to is None
 
 
 def test_learners_are_not_switchover_targets() -> None:
     spec = BrokerGroupSpec.model_validate({"replicas": 3, "controllerRef": {"name": "mqc"},
                                            "asyncLearnerReplicas": 1})
     revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
-    st = status()
-    st["syncStateSet"] = ["bg-0", "bg-1"]
-    step = plan_upgrade(spec, "bg", "r2", pods(), revs, st, 0)
+    step = plan_upgrade(spec, "bg", "r2", pods(), revs, status(sss=("bg-0", "bg-1")), 0)
     assert step.switchover_to == "bg-1"
+
+
+def test_a_new_revision_during_a_roll_carries_on_without_the_degraded_check() -> None:
+    """A fixed image while a broken one was rolling: the group is weak, the roll goes on."""
+    state = {**ROLLING, "revision": "r2", "deleted": {"bg-1": "u1"}}
+    broken = pods({"bg-1": "n1"}, stuck={"bg-1": "ImagePullBackOff"})
+    revs = {**OLD, "bg-1": "r2"}
+    step = plan_upgrade(SPEC, "bg", "r3", broken, revs, status(upgrade=state,
+                                                               sss=("bg-0", "bg-2")), 200)
+    assert step.delete == "bg-1" and reason(step) == "ReplacingStuckPod"
+    assert step.status and step.status["revision"] == "r3"
+
+
+@pytest.mark.parametrize(("pod_status", "stuck"), [
+    ({"phase": "Running", "containerStatuses": [
+        {"state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}, "CrashLoopBackOff"),
+    ({"phase": "Pending", "containerStatuses": [
+        {"state": {"waiting": {"reason": "ImagePullBackOff"}}}]}, "ImagePullBackOff"),
+    ({"phase": "Pending", "containerStatuses": [
+        {"state": {"waiting": {"reason": "ContainerCreating"}}}]}, None),
+    ({"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
+     "Unschedulable"),
+    ({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}, None),
+])
+def test_pods_that_cannot_serve_are_recognised(pod_status: dict[str, Any],
+                                               stuck: str | None) -> None:
+    assert stuck_reason(pod_status) == stuck
+    pod = PodInfo.of({"metadata": {"name": "bg-0"}, "status": pod_status})
+    assert pod.stuck == stuck
+
+
+@pytest.mark.parametrize(("desired", "applied", "changes"), [
+    ({"brokerPermission": "6"}, None, {}),  # first look: record what the pods started with
+    ({"brokerPermission": "6"}, {"brokerPermission": "6"}, None),
+    ({"brokerPermission": "4"}, {"brokerPermission": "6"}, {"brokerPermission": "4"}),
+    ({"brokerPermission": "6", "minInSyncReplicas": "2"}, {"brokerPermission": "6"},
+     {"minInSyncReplicas": "2"}),
+    ({}, {"brokerPermission": "6"}, {}),  # removed: the record follows, nothing pushed
+])
+def test_runtime_config_changes(desired: dict[str, str], applied: dict[str, str] | None,
+                                changes: dict[str, str] | None) -> None:
+    assert runtime_changes(desired, applied) == changes
+
+
+def template_and_config(config: dict[str, str], **spec: Any) -> tuple[Any, str]:
+    view = controller_view("mqc", "ns", ControllerSpec.model_validate(
+        {"replicas": 1, "deployment": "EmbeddedInNamesrv"}))
+    objs = build_brokergroup(
+        Owner(kind="BrokerGroup", name="bg", namespace="ns", uid="u"),
+        BrokerGroupSpec.model_validate({"replicas": 3, "controllerRef": {"name": "mqc"},
+                                        "brokerConfig": config, **spec}), view)
+    sts = next(o for o in objs if o["kind"] == "StatefulSet")
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    return sts["spec"]["template"], cm["data"]["broker.conf"]
+
+
+def test_runtime_keys_change_the_config_map_but_not_the_pod_template() -> None:
+    """So that no revision (no roll) follows; the follower pushes them with
+    updateBrokerConfig instead."""
+    base, base_conf = template_and_config({"autoCreateTopicEnable": "true"})
+    runtime, runtime_conf = template_and_config({"autoCreateTopicEnable": "false"},
+                                                minInSyncReplicas=2, inSyncReplicas=2)
+    assert runtime == base and runtime_conf != base_conf
+    assert "autoCreateTopicEnable=false" in runtime_conf
+    restart, _ = template_and_config({"autoCreateTopicEnable": "true",
+                                      "fileReservedTime": "24"})
+    assert restart != base
+
+
+def test_the_runtime_keys_are_ones_the_broker_applies_at_once() -> None:
+    assert BROKER_RUNTIME_KEYS <= RUNTIME_KEYS
+    spec = BrokerGroupSpec.model_validate({
+        "replicas": 3, "controllerRef": {"name": "mqc"}, "allAckInSyncStateSet": True,
+        "brokerConfig": {"autoCreateTopicEnable": "false", "fileReservedTime": "24"}})
+    assert runtime_config(spec) == {"allAckInSyncStateSet": "true",
+                                    "autoCreateTopicEnable": "false",
+                                    "inSyncReplicas": "1", "minInSyncReplicas": "1"}

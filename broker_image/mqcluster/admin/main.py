@@ -141,6 +141,10 @@ async def _consumer_connection(a: argparse.Namespace) -> Report:
     return await ops.connections(_namesrv(a) or "", a.consumerGroup, None, producer=False)
 
 
+async def _dledger_transfer(a: argparse.Namespace) -> Report:
+    return await ops.dledger_transfer_leadership(a.brokerAddr, a.peerId)
+
+
 async def _dledger_status(a: argparse.Namespace) -> Report:
     return await ops.dledger_status(a.brokerAddr, a.clusterName, _namesrv(a, required=False))
 
@@ -213,6 +217,11 @@ def _add_ops(add: Callable[[str, str, Runner], argparse.ArgumentParser]) -> None
     sp = add("dledgerStatus", "Show the Raft term, role, commit index and ledger end of "
              "DLedger-mode replicas", _dledger_status)
     broker_or_cluster(sp)
+
+    sp = add("dledgerTransferLeadership", "Ask a DLedger leader to hand leadership to a "
+             "caught-up peer", _dledger_transfer)
+    sp.add_argument("-b", "--brokerAddr", required=True, help="the leader's broker address")
+    sp.add_argument("-p", "--peerId", required=True, help="dLegerSelfId of the new leader")
 
     sp = add("cleanBrokerMetadata", "Remove a broker group's replicas from the controller",
              _clean_broker_metadata)

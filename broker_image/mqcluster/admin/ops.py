@@ -22,7 +22,7 @@ from mqcluster.admin.commands import (
     broker_names_of,
     broker_targets,
 )
-from mqcluster.broker.dledger import DLEDGER_STATUS
+from mqcluster.broker.dledger import DLEDGER_STATUS, DLEDGER_TRANSFER_LEADERSHIP
 from mqcluster.broker.handlers import ops as codes
 from mqcluster.broker.protocol import RequestCode as BrokerCode
 from mqcluster.controller.client import ControllerError
@@ -247,6 +247,14 @@ async def dledger_status(broker_addr: str | None, cluster: str | None,
                         ("Term", "term"), ("Leader", "leader"), ("CommitIndex", "commitIndex"),
                         ("LedgerEnd", "lastIndex"), ("Applied", "appliedIndex")])
     return Report(text, {"replicas": rows}, errors)
+
+
+async def dledger_transfer_leadership(broker_addr: str, peer_id: str) -> Report:
+    """Ask the DLedger leader at ``broker_addr`` to hand leadership to ``peer_id``."""
+    ok, errors = await _per_broker([broker_addr], DLEDGER_TRANSFER_LEADERSHIP,
+                                   {"peerId": peer_id})
+    return Report("\n".join(resp.remark or "" for _, resp in ok),
+                  {"broker": broker_addr, "peerId": peer_id}, errors)
 
 
 async def clean_broker_metadata(controller: str, cluster: str | None, broker_name: str,

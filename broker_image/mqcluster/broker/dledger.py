@@ -35,13 +35,19 @@ from mqcluster.raft.node import (
     RaftStatus,
     RunnerOptions,
 )
-from mqcluster.raft.types import Entry, RaftConfig, Role
+from mqcluster.raft.types import (
+    Entry,
+    NotLeaderError,
+    RaftConfig,
+    Role,
+    TransferInProgressError,
+)
 from mqcluster.store import codec
 from mqcluster.store.api import MessageStore
 from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
 from mqcluster.store.codec import RecordKind
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
-from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcError
 
 log = logging.getLogger(__name__)
@@ -51,6 +57,9 @@ BROKER_ADDRESSES = 1101
 """Asked on a peer's Raft address: the broker and gRPC addresses of that replica."""
 DLEDGER_STATUS = 1102
 """Asked on a broker's address: its Raft term, role, commit index and ledger end."""
+DLEDGER_TRANSFER_LEADERSHIP = 1103
+"""Asked on the leader's broker address, ext ``peerId``: hand leadership to that peer
+(once it has caught up; writes are refused meanwhile)."""
 
 Position = tuple[int, int]
 
@@ -170,6 +179,7 @@ class DLedgerReplication:
         self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
         self.runner.on_role_change.append(self._role_changed)
         registry.register(DLEDGER_STATUS, self._status)
+        registry.register(DLEDGER_TRANSFER_LEADERSHIP, self._transfer)
         self.rpc = RpcClient(connect_timeout=1.0)
         self._following: asyncio.Task[None] | None = None
         store.writer = self
@@ -262,3 +272,14 @@ class DLedgerReplication:
 
     async def _status(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         return cmd.response(body=json.dumps(self.runner.status().to_json()).encode())
+
+    async def _transfer(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
+        target = (cmd.ext_fields or {}).get("peerId", "")
+        try:
+            self.runner.transfer_leadership(target)
+        except (TransferInProgressError, ValueError) as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        except NotLeaderError as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                remark=f"not the DLedger leader (leader: {exc.leader_id})")
+        return cmd.response(remark=f"transferring leadership to {target}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import names
+from ..config_keys import BROKER_RUNTIME_KEYS
 from ..models import BrokerGroupSpec
 from . import pods, properties, services
 from .controller import ControllerView
@@ -104,6 +105,26 @@ def config_data(
     for i in range(spec.replicas):
         data[f"pod-{i}.conf"] = properties.render(pod_properties(owner, spec, i))
     return data
+
+
+def runtime_config(spec: BrokerGroupSpec) -> dict[str, str]:
+    """The keys of broker.conf that the brokers take without a restart, with their values."""
+    props: dict[str, str] = {}
+    if spec.mode == "Controller":
+        props["allAckInSyncStateSet"] = properties.flag(spec.allAckInSyncStateSet)
+    if spec.mode != "DLedger":
+        props.update({"inSyncReplicas": str(spec.inSyncReplicas),
+                      "minInSyncReplicas": str(spec.minInSyncReplicas)})
+    props.update(spec.brokerConfig)
+    return {k: v for k, v in sorted(props.items()) if k in BROKER_RUNTIME_KEYS}
+
+
+def restart_relevant(data: dict[str, str]) -> dict[str, str]:
+    """The ConfigMap without the runtime keys' lines: what the pod template's config hash
+    covers, so that changing only those keys does not restart the pods."""
+    def keep(line: str) -> bool:
+        return line.partition("=")[0] not in BROKER_RUNTIME_KEYS
+    return {name: "\n".join(filter(keep, text.split("\n"))) for name, text in data.items()}
 
 
 def ports(spec: BrokerGroupSpec) -> dict[str, int]:
@@ -239,7 +260,7 @@ def build_brokergroup(
         services.headless_service(
             owner, names.headless_service(owner.name), obj_labels, selector, ports(spec)
         ),
-        statefulset(owner, spec, content_hash(data)),
+        statefulset(owner, spec, content_hash(restart_relevant(data))),
         client_service(owner, spec),
         read_service(owner, spec),
         services.pod_disruption_budget(owner, names.pdb(owner.name), obj_labels, selector),
