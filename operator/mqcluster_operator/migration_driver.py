@@ -1,4 +1,5 @@
-"""The brokers' side of a migration: write permission and consumer lag (mqadmin's calls)."""
+"""The brokers' side of a migration: write permission, consumer lag and whether every
+replica holds the leader's topics and subscription groups (mqadmin's calls)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ class MigrationDriver(Protocol):
         """Messages still to consume on ``broker``; None when it cannot be asked."""
         ...
 
+    async def metadata_behind(self, leader: str, followers: Sequence[str]) -> list[str] | None:
+        """The ``followers`` whose topic or subscription-group table differs from the
+        leader's; None when one of them (or the leader) cannot be asked."""
+        ...
+
 
 class AdminDriver:
     """Over the brokers' remoting port: ``updateBrokerConfig brokerPermission``, which
@@ -35,5 +41,16 @@ class AdminDriver:
     async def lag(self, broker: str) -> int | None:
         try:
             return await ops.broker_lag(broker)
+        except (AdminError, OSError, ValueError, KeyError):
+            return None
+
+    async def metadata_behind(self, leader: str, followers: Sequence[str]) -> list[str] | None:
+        try:
+            want = await ops.metadata_tables(leader)
+            behind = []
+            for follower in followers:
+                if await ops.metadata_tables(follower) != want:
+                    behind.append(follower)
+            return behind
         except (AdminError, OSError, ValueError, KeyError):
             return None

@@ -174,6 +174,7 @@ class DrainingDriver:
     def __init__(self, lags: list[int]) -> None:
         self.lags = lags
         self.writes: list[bool] = []
+        self.compared = 0
 
     async def set_writes(self, brokers: Any, on: bool) -> None:
         assert len(brokers) == 3
@@ -182,6 +183,12 @@ class DrainingDriver:
     async def lag(self, broker: str) -> int | None:
         assert broker.startswith("g-0.")  # the DLedger leader
         return self.lags.pop(0) if len(self.lags) > 1 else self.lags[0]
+
+    async def metadata_behind(self, leader: str, followers: Any) -> list[str] | None:
+        assert leader.startswith("g-0.") and len(followers) == 2
+        self.compared += 1
+        # The first comparison finds g-2 still without the leader's newest topic.
+        return [f for f in followers if f.startswith("g-2.")] if self.compared == 1 else []
 
 
 async def test_a_migration_runs_to_the_end_with_the_operator_restarted_at_every_step() -> None:
@@ -194,6 +201,7 @@ async def test_a_migration_runs_to_the_end_with_the_operator_restarted_at_every_
         world.settle()
     status = world.body["status"]
     assert world.steps == ["Draining", "Stopping", "Restarting", "Done"]
+    assert driver.compared == 2  # Stopping waited for g-2 to hold the leader's topics
     assert status["appliedMode"] == "Controller" and status["masterPod"] == "g-1"
     assert driver.writes[0] is False and driver.writes[-1] is True
     assert True not in driver.writes[:-1]
