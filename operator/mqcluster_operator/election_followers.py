@@ -94,6 +94,21 @@ class BrokerGroupFollower:
         # it lives its memory is newer than an index that has not yet seen the write.
         self._wrote: dict[str, Any] = {}
         self._wrote_at = float("-inf")
+        # The conditions this follower last wrote, by type: each part of a step (follow,
+        # migrate, upgrade) applies all the follower's entries, so one computed from an
+        # index that lags behind would put back an entry another part just replaced.
+        self._conditions: dict[str, dict[str, Any]] = {}
+        # Likewise status.migration, which only this follower writes: planning a step
+        # from an older record would repeat the step before it.
+        self._migration: dict[str, Any] = {}
+
+    async def write_status(self, ref: Ref, patch: Mapping[str, Any]) -> None:
+        await self.api.write_status(ref, patch, conditions.FOLLOWER)
+        if "migration" in patch:
+            self._migration = {"migration": patch["migration"]}
+        for cond in patch.get("conditions") or []:
+            if cond.get("type") in conditions.FOLLOWER.types:
+                self._conditions[cond["type"]] = dict(cond)
 
     async def close(self) -> None:
         if self.sub is not None:
@@ -186,6 +201,11 @@ class BrokerGroupFollower:
         ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
         status = dict(body.get("status") or {})
         status.update({k: v for k, v in self._wrote.items() if k != "conditions"})
+        status.update(self._migration)
+        if self._conditions:
+            status["conditions"] = [
+                c for c in status.get("conditions") or [] if c.get("type") not in self._conditions
+            ] + list(self._conditions.values())
         broker_name = spec.broker_name(name)
         generation = meta.get("generation")
         recent = time.monotonic() - self._target_at < TARGET_TTL
@@ -211,7 +231,7 @@ class BrokerGroupFollower:
                 now,
             )
             if differs(conds, status.get("conditions")):
-                await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
+                await self.write_status(ref, {"conditions": conds})
             # A migration stops every pod on purpose: no broker answers then, and the
             # migration must still see them gone to go on.
             if not (status.get("migration") or {}).get("step"):
@@ -263,7 +283,7 @@ class BrokerGroupFollower:
             if differs(conds, status.get("conditions")):
                 patch["conditions"] = conds
         if patch:
-            await self.api.write_status(ref, patch, conditions.FOLLOWER)
+            await self.write_status(ref, patch)
         if step.clear_annotation:
             await self.api.patch(
                 ref, {"metadata": {"annotations": {names.ANNOTATION_MIGRATION: None}}})
@@ -294,6 +314,9 @@ class BrokerGroupFollower:
                 f"{names.pod_dns(body['metadata']['name'], int(ordinal), ns)}"
                 f":{spec.ports.listen}")
         meta = body["metadata"]
+        behind = None
+        if leader and step == "Draining":
+            behind = await self.metadata_behind(body, spec, str(leader))
         others = [o for o in await self.reads.list(
                       Ref(names.API_VERSION, "BrokerGroup", meta["namespace"]), {})
                   if (o.get("spec") or {}).get("clusterName", "DefaultCluster")
@@ -309,7 +332,24 @@ class BrokerGroupFollower:
             registered=sum(1 for r in election.replicas if r.broker_id is not None and r.alive),
             master=leader if step not in (None, "Draining", "Stopping") else None,
             sync_state_set=len(status.get("syncStateSet") or []),
+            metadata_behind=behind,
         )
+
+    async def metadata_behind(self, body: Mapping[str, Any], spec: BrokerGroupSpec,
+                              leader: str) -> tuple[str, ...] | None:
+        """The pods whose topics or subscription groups differ from the leader's."""
+        meta = body["metadata"]
+        name, ns = meta["name"], meta["namespace"]
+        addrs = {names.pod(name, i): f"{names.pod_dns(name, i, ns)}:{spec.ports.listen}"
+                 for i in range(spec.replicas)}
+        if leader not in addrs:
+            return None
+        followers = [pod for pod in addrs if pod != leader]
+        behind = await self.driver.metadata_behind(addrs[leader],
+                                                   [addrs[p] for p in followers])
+        if behind is None:
+            return None
+        return tuple(p for p in followers if addrs[p] in behind)
 
     async def follow(
         self, body: Mapping[str, Any], ref: Ref, status: dict[str, Any], election: Election,
@@ -327,7 +367,7 @@ class BrokerGroupFollower:
         just_written = (plan.status == self._wrote
                         and time.monotonic() - self._wrote_at < WRITE_MEMORY)
         if differs(plan.status, status) and not just_written:
-            await self.api.write_status(ref, plan.status, conditions.FOLLOWER)
+            await self.write_status(ref, plan.status)
             self._wrote, self._wrote_at = dict(plan.status), time.monotonic()
         if plan.event:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])
@@ -411,7 +451,7 @@ class BrokerGroupFollower:
             if differs(conds, status.get("conditions")):
                 patch["conditions"] = conds
         if patch:
-            await self.api.write_status(ref, patch, conditions.FOLLOWER)
+            await self.write_status(ref, patch)
 
 
 def running_mode(body: Mapping[str, Any], spec: BrokerGroupSpec) -> str:
