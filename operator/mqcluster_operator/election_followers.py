@@ -102,6 +102,15 @@ class BrokerGroupFollower:
         # from an older record would repeat the step before it.
         self._migration: dict[str, Any] = {}
 
+    def remembered(self, status: Mapping[str, Any]) -> dict[str, Any]:
+        """``status`` with the migration record and conditions this follower wrote."""
+        out = {**status, **self._migration}
+        if self._conditions:
+            out["conditions"] = [
+                c for c in status.get("conditions") or [] if c.get("type") not in self._conditions
+            ] + list(self._conditions.values())
+        return out
+
     async def write_status(self, ref: Ref, patch: Mapping[str, Any]) -> None:
         await self.api.write_status(ref, patch, conditions.FOLLOWER)
         if "migration" in patch:
@@ -201,11 +210,7 @@ class BrokerGroupFollower:
         ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
         status = dict(body.get("status") or {})
         status.update({k: v for k, v in self._wrote.items() if k != "conditions"})
-        status.update(self._migration)
-        if self._conditions:
-            status["conditions"] = [
-                c for c in status.get("conditions") or [] if c.get("type") not in self._conditions
-            ] + list(self._conditions.values())
+        status = self.remembered(status)
         broker_name = spec.broker_name(name)
         generation = meta.get("generation")
         recent = time.monotonic() - self._target_at < TARGET_TTL
@@ -249,10 +254,11 @@ class BrokerGroupFollower:
         status = await self.follow(body, ref, status, latest, pods, now)
         if await self.migrate(body, ref, spec, status, pods, latest):
             return
-        await self.switchover(body, ref, spec, status, sub.probe)
-        if await self.restart(body, ref, spec, status, pods):
+        # Each part below starts from what the parts before it wrote.
+        await self.switchover(body, ref, spec, self.remembered(status), sub.probe)
+        if await self.restart(body, ref, spec, self.remembered(status), pods):
             return
-        await self.upgrade(body, ref, spec, status, pods, revisions, sub.probe)
+        await self.upgrade(body, ref, spec, self.remembered(status), pods, revisions, sub.probe)
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
