@@ -21,6 +21,7 @@ from .election_plan import (
 )
 from .election_poller import ElectionHub, Subscription
 from .election_probes import ProbeTarget
+from .epochs import ReplicaEpochs, find_conflicts, plan_epochs
 from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
 from .k8s import Api, Ref, differs
 from .manifests import Owner, controller_view
@@ -36,6 +37,7 @@ from .views import Reads
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 TARGET_TTL = 30.0
 WRITE_MEMORY = 30.0  # how long an own status write may stay unseen by the index
+EPOCH_INTERVAL = 2.0  # seconds between two reads of the replicas' epoch entries
 Clock = Callable[[], str]
 
 
@@ -101,6 +103,8 @@ class BrokerGroupFollower:
         # Likewise status.migration, which only this follower writes: planning a step
         # from an older record would repeat the step before it.
         self._migration: dict[str, Any] = {}
+        self._epochs: dict[str, ReplicaEpochs] = {}
+        self._epochs_at = float("-inf")
 
     def remembered(self, status: Mapping[str, Any]) -> dict[str, Any]:
         """``status`` with the migration record and conditions this follower wrote."""
@@ -255,10 +259,57 @@ class BrokerGroupFollower:
         if await self.migrate(body, ref, spec, status, pods, latest):
             return
         # Each part below starts from what the parts before it wrote.
+        await self.check_epochs(body, ref, spec, self.remembered(status), pods)
         await self.switchover(body, ref, spec, self.remembered(status), sub.probe)
         if await self.restart(body, ref, spec, self.remembered(status), pods):
             return
         await self.upgrade(body, ref, spec, self.remembered(status), pods, revisions, sub.probe)
+
+    async def check_epochs(self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+                           status: Mapping[str, Any], pods: list[PodInfo]) -> None:
+        """Reads the replicas' epoch entries (for ``status.replicas``, written by the next
+        ``follow``), reports those that conflict with the master's and wipes one a
+        person approved (``mqcluster.io/wipe-replica``)."""
+        annotation = (body["metadata"].get("annotations") or {}).get(
+            names.ANNOTATION_WIPE_REPLICA)
+        if status.get("appliedMode") != "Controller" or (
+                not annotation and time.monotonic() - self._epochs_at < EPOCH_INTERVAL):
+            return
+        self._epochs_at = time.monotonic()
+        ns = ref.namespace
+        addrs = {p.name: f"{names.pod_dns(ref.name, int(p.name.rsplit('-', 1)[1]), ns)}"
+                         f":{spec.ports.listen}" for p in pods}
+        answers = await self.driver.epochs(list(addrs.values()))
+        self._epochs = {pod: answers[a] for pod, a in addrs.items() if a in answers}
+        master = status.get("masterPod")
+        if master not in self._epochs and not annotation:
+            return  # nothing to compare with
+        found = find_conflicts(master, self._epochs)
+        step = plan_epochs(found, list(self._epochs), status.get("epochConflicts") or [],
+                           master, sorted(addrs), annotation)
+        now = self.clock()
+        if step.wipe is not None:
+            # The claim goes first: the pod recreated by the StatefulSet gets a new one.
+            await self.api.delete(Ref("v1", "PersistentVolumeClaim", ns,
+                                      f"data-{step.wipe}"))
+            await self.api.delete(Ref("v1", "Pod", ns, step.wipe))
+            self._epochs.pop(step.wipe, None)
+        patch: dict[str, Any] = {}
+        if step.conflicts is not None:
+            patch["epochConflicts"] = step.conflicts
+        if step.condition is not None:
+            conds = conditions.set_condition(status.get("conditions", []), "Degraded",
+                                             *step.condition, now)
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.write_status(ref, patch)
+        if step.clear_annotation:
+            await self.api.patch(
+                ref, {"metadata": {"annotations": {names.ANNOTATION_WIPE_REPLICA: None}}})
+        for kind, message in step.events:
+            self.log.info("%s/%s: %s", ns, ref.name, message)
+            await self.api.post_event(build_event(body, kind, "EpochConflict", message, now))
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
@@ -362,7 +413,7 @@ class BrokerGroupFollower:
         pods: list[PodInfo], now: str,
     ) -> dict[str, Any]:
         started = time.monotonic()
-        plan = plan_follow(status, election, pods, now)
+        plan = plan_follow(status, election, pods, now, self._epochs)
         for pod, role in plan.relabels:
             labels = {"metadata": {"labels": {names.LABEL_ROLE: role}}}
             await self.api.patch(Ref("v1", "Pod", ref.namespace, pod), labels)

@@ -1,5 +1,6 @@
-"""The brokers' side of a migration: write permission, consumer lag and whether every
-replica holds the leader's topics and subscription groups (mqadmin's calls)."""
+"""The brokers' side of the operator's procedures (mqadmin's calls): for a migration,
+write permission, consumer lag and whether every replica holds the leader's topics and
+subscription groups; for every controller-mode group, the replicas' epoch entries."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mqcluster.admin import ops
-from mqcluster.admin.commands import AdminError
+from mqcluster.admin.commands import AdminError, fetch_epoch_caches
+
+from .epochs import ReplicaEpochs
 
 READ_ONLY, READ_WRITE = "4", "6"  # RocketMQ's brokerPermission: PERM_READ, PERM_READ|PERM_WRITE
 
@@ -24,6 +27,10 @@ class MigrationDriver(Protocol):
     async def metadata_behind(self, leader: str, followers: Sequence[str]) -> list[str] | None:
         """The ``followers`` whose topic or subscription-group table differs from the
         leader's; None when one of them (or the leader) cannot be asked."""
+        ...
+
+    async def epochs(self, brokers: Sequence[str]) -> dict[str, ReplicaEpochs]:
+        """The epoch entries of each broker that answers, by address."""
         ...
 
 
@@ -54,3 +61,11 @@ class AdminDriver:
             return behind
         except (AdminError, OSError, ValueError, KeyError):
             return None
+
+    async def epochs(self, brokers: Sequence[str]) -> dict[str, ReplicaEpochs]:
+        """getBrokerEpoch of each broker that answers."""
+        caches, _ = await fetch_epoch_caches(list(brokers))
+        return {c.broker_addr: ReplicaEpochs(
+                    tuple((e.epoch, e.start_offset, e.end_offset) for e in c.cache.epoch_list),
+                    c.cache.max_offset)
+                for c in caches}

@@ -417,6 +417,8 @@ class BrokerGroupStatus(CRModel):
     migration: MigrationStatus | None = None
     restart: RestartStatus | None = None
     upgrade: UpgradeStatus | None = None
+    epochConflicts: list[str] = Field(default_factory=list)
+    """Pods whose epoch history shares no epoch with the master's (reason EpochConflict)."""
 
 
 class ControllerStatus(CRModel):
