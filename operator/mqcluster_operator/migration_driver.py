@@ -64,7 +64,10 @@ class AdminDriver:
 
     async def epochs(self, brokers: Sequence[str]) -> dict[str, ReplicaEpochs]:
         """getBrokerEpoch of each broker that answers."""
-        caches, _ = await fetch_epoch_caches(list(brokers))
+        try:
+            caches, _ = await fetch_epoch_caches(list(brokers))
+        except (AdminError, OSError, ValueError):
+            return {}
         return {c.broker_addr: ReplicaEpochs(
                     tuple((e.epoch, e.start_offset, e.end_offset) for e in c.cache.epoch_list),
                     c.cache.max_offset)
