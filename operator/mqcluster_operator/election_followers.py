@@ -31,12 +31,14 @@ from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
+from .scaling import ScaleFacts, plan_scale
 from .upgrade import REVISION_LABEL, plan_upgrade
 from .views import Reads
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 TARGET_TTL = 30.0
 WRITE_MEMORY = 30.0  # how long an own status write may stay unseen by the index
+OWN_RECORDS = ("migration", "scaling", "epochConflicts")  # status fields only followers write
 EPOCH_INTERVAL = 2.0  # seconds between two reads of the replicas' epoch entries
 Clock = Callable[[], str]
 
@@ -100,15 +102,15 @@ class BrokerGroupFollower:
         # migrate, upgrade) applies all the follower's entries, so one computed from an
         # index that lags behind would put back an entry another part just replaced.
         self._conditions: dict[str, dict[str, Any]] = {}
-        # Likewise status.migration, which only this follower writes: planning a step
-        # from an older record would repeat the step before it.
-        self._migration: dict[str, Any] = {}
+        # Likewise the records only this follower writes: planning a step from an
+        # older record would repeat the step before it.
+        self._records: dict[str, Any] = {}
         self._epochs: dict[str, ReplicaEpochs] = {}
         self._epochs_at = float("-inf")
 
     def remembered(self, status: Mapping[str, Any]) -> dict[str, Any]:
         """``status`` with the migration record and conditions this follower wrote."""
-        out = {**status, **self._migration}
+        out = {**status, **self._records}
         if self._conditions:
             out["conditions"] = [
                 c for c in status.get("conditions") or [] if c.get("type") not in self._conditions
@@ -117,8 +119,7 @@ class BrokerGroupFollower:
 
     async def write_status(self, ref: Ref, patch: Mapping[str, Any]) -> None:
         await self.api.write_status(ref, patch, conditions.FOLLOWER)
-        if "migration" in patch:
-            self._migration = {"migration": patch["migration"]}
+        self._records.update({k: v for k, v in patch.items() if k in OWN_RECORDS})
         for cond in patch.get("conditions") or []:
             if cond.get("type") in conditions.FOLLOWER.types:
                 self._conditions[cond["type"]] = dict(cond)
@@ -260,6 +261,7 @@ class BrokerGroupFollower:
             return
         # Each part below starts from what the parts before it wrote.
         await self.check_epochs(body, ref, spec, self.remembered(status), pods)
+        await self.scale(body, ref, spec, self.remembered(status), pods, sub.probe)
         await self.switchover(body, ref, spec, self.remembered(status), sub.probe)
         if await self.restart(body, ref, spec, self.remembered(status), pods):
             return
@@ -310,6 +312,55 @@ class BrokerGroupFollower:
         for kind, message in step.events:
             self.log.info("%s/%s: %s", ns, ref.name, message)
             await self.api.post_event(build_event(body, kind, "EpochConflict", message, now))
+
+    async def scale(self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+                    status: Mapping[str, Any], pods: list[PodInfo],
+                    probe: ControllerProbe) -> None:
+        """One step of a scale-down, or the catch-up progress of replicas outside the
+        SyncStateSet (controller mode)."""
+        if status.get("appliedMode") != "Controller":
+            return
+        members = {str(r.get("pod")): r for r in status.get("replicas") or []}
+        facts = ScaleFacts(
+            name=ref.name, master=status.get("masterPod"),
+            sync_state_set=list(status.get("syncStateSet") or []),
+            pods=[p.name for p in pods],
+            broker_ids={pod: int(r["brokerId"]) for pod, r in members.items()
+                        if r.get("brokerId") is not None},
+            offsets={pod: e.max_offset for pod, e in self._epochs.items()})
+        step = plan_scale(spec.replicas, status.get("appliedReplicas"), spec.minInSyncReplicas,
+                          spec.storage.reclaimPolicy, status.get("scaling"), facts)
+        if step is None:
+            return
+        condition = step.condition
+        try:
+            if step.switchover_to is not None:
+                await probe.switchover(spec.clusterName, spec.broker_name(ref.name),
+                                       facts.broker_ids[step.switchover_to])
+            if step.retire and self._key is not None:
+                await self.driver.retire(self._key[0].controller_addrs, spec.clusterName,
+                                         spec.broker_name(ref.name), step.retire)
+        except Exception as exc:  # the controller refuses (a stopped broker still alive)
+            self.log.info("%s/%s: scaling waits: %s", ref.namespace, ref.name, exc)
+            condition = (True, "Retiring" if step.retire else "SwitchingOver",
+                         f"waiting for the controller: {exc}")
+            step = type(step)(condition=condition)
+        for claim in step.delete_claims:
+            await self.api.delete(Ref("v1", "PersistentVolumeClaim", ref.namespace, claim))
+        patch: dict[str, Any] = {}
+        if step.status is not None:
+            patch["scaling"] = step.status or None
+        if condition is not None:
+            conds = conditions.set_condition(status.get("conditions", []), "Scaling",
+                                             *condition, self.clock())
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.write_status(ref, patch)
+        if step.event is not None:
+            self.log.info("%s/%s: %s", ref.namespace, ref.name, step.event[1])
+            await self.api.post_event(build_event(body, step.event[0], "Scaling",
+                                                  step.event[1], self.clock()))
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,

@@ -33,6 +33,11 @@ class MigrationDriver(Protocol):
         """The epoch entries of each broker that answers, by address."""
         ...
 
+    async def retire(self, controllers: Sequence[str], cluster: str, broker_name: str,
+                     broker_ids: Sequence[int]) -> None:
+        """CleanBrokerData for stopped replicas; raises while the controller refuses."""
+        ...
+
 
 class AdminDriver:
     """Over the brokers' remoting port: ``updateBrokerConfig brokerPermission``, which
@@ -72,3 +77,8 @@ class AdminDriver:
                     tuple((e.epoch, e.start_offset, e.end_offset) for e in c.cache.epoch_list),
                     c.cache.max_offset)
                 for c in caches}
+
+    async def retire(self, controllers: Sequence[str], cluster: str, broker_name: str,
+                     broker_ids: Sequence[int]) -> None:
+        await ops.clean_broker_metadata(";".join(controllers), cluster, broker_name,
+                                        ";".join(str(i) for i in broker_ids), False)

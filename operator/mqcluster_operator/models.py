@@ -51,6 +51,8 @@ class Storage(CRModel):
     """Size of the PersistentVolumeClaim of each replica."""
     storageClassName: str | None = None
     """StorageClass of the claims; the cluster default when unset."""
+    reclaimPolicy: Literal["Retain", "Delete"] = "Retain"
+    """What a scale-down does with the PVCs of the removed replicas (controller mode)."""
 
 
 class Scheduling(CRModel):
@@ -372,6 +374,19 @@ class MigrationStatus(CRModel):
     progress: str = ""
 
 
+class ScalingStatus(CRModel):
+    step: str = ""
+    """SwitchingOver, Removing, Done, Refused; CatchingUp while replicas are outside
+    the SyncStateSet."""
+    to: int | None = None
+    fromReplicas: int | None = None
+    removed: list[str] = Field(default_factory=list)
+    retire: list[int] = Field(default_factory=list)
+    """brokerIds of the removed replicas, cleaned from the controller once they stop."""
+    switchoverTo: str | None = None
+    progress: str | None = None
+
+
 class RestartStatus(CRModel):
     requested: str | None = None
     """Value of the mqcluster.io/restart annotation being carried out."""
@@ -417,6 +432,9 @@ class BrokerGroupStatus(CRModel):
     migration: MigrationStatus | None = None
     restart: RestartStatus | None = None
     upgrade: UpgradeStatus | None = None
+    appliedReplicas: int | None = None
+    """Replicas the objects were last built for (a scale-down waits for its plan)."""
+    scaling: ScalingStatus | None = None
     epochConflicts: list[str] = Field(default_factory=list)
     """Pods whose epoch history shares no epoch with the master's (reason EpochConflict)."""
 
