@@ -55,6 +55,11 @@ class ResolvingDriver:
         answers = await self.inner.epochs(list(resolved))
         return {resolved[a]: e for a, e in answers.items()}
 
+    async def retire(self, controllers: Sequence[str], cluster: str, broker_name: str,
+                     broker_ids: Sequence[int]) -> None:
+        await self.inner.retire([self.kubelet.resolve(c) for c in controllers], cluster,
+                                broker_name, broker_ids)
+
 
 @dataclass
 class Loop:
