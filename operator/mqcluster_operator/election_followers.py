@@ -31,7 +31,7 @@ from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
-from .scaling import ScaleFacts, plan_scale
+from .scaling import ScaleFacts, ScaleStep, plan_scale
 from .upgrade import REVISION_LABEL, plan_upgrade
 from .views import Reads
 
@@ -107,6 +107,9 @@ class BrokerGroupFollower:
         self._records: dict[str, Any] = {}
         self._epochs: dict[str, ReplicaEpochs] = {}
         self._epochs_at = float("-inf")
+        # The wipe carried out last and when: its annotation, cleared at once, may still
+        # be in an index that lags behind, and must not wipe the recreated pod.
+        self._wiped: tuple[str, float] = ("", float("-inf"))
 
     def remembered(self, status: Mapping[str, Any]) -> dict[str, Any]:
         """``status`` with the migration record and conditions this follower wrote."""
@@ -274,6 +277,8 @@ class BrokerGroupFollower:
         person approved (``mqcluster.io/wipe-replica``)."""
         annotation = (body["metadata"].get("annotations") or {}).get(
             names.ANNOTATION_WIPE_REPLICA)
+        if annotation == self._wiped[0] and time.monotonic() - self._wiped[1] < WRITE_MEMORY:
+            annotation = None
         if status.get("appliedMode") != "Controller" or (
                 not annotation and time.monotonic() - self._epochs_at < EPOCH_INTERVAL):
             return
@@ -296,6 +301,7 @@ class BrokerGroupFollower:
                                       f"data-{step.wipe}"))
             await self.api.delete(Ref("v1", "Pod", ns, step.wipe))
             self._epochs.pop(step.wipe, None)
+            self._wiped = (step.wipe, time.monotonic())
         patch: dict[str, Any] = {}
         if step.conflicts is not None:
             patch["epochConflicts"] = step.conflicts
@@ -344,7 +350,7 @@ class BrokerGroupFollower:
             self.log.info("%s/%s: scaling waits: %s", ref.namespace, ref.name, exc)
             condition = (True, "Retiring" if step.retire else "SwitchingOver",
                          f"waiting for the controller: {exc}")
-            step = type(step)(condition=condition)
+            step = ScaleStep(condition=condition)
         for claim in step.delete_claims:
             await self.api.delete(Ref("v1", "PersistentVolumeClaim", ref.namespace, claim))
         patch: dict[str, Any] = {}
