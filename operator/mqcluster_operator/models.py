@@ -51,6 +51,9 @@ class Storage(CRModel):
     """Size of the PersistentVolumeClaim of each replica."""
     storageClassName: str | None = None
     """StorageClass of the claims; the cluster default when unset."""
+
+
+class BrokerStorage(Storage):
     reclaimPolicy: Literal["Retain", "Delete"] = "Retain"
     """What a scale-down does with the PVCs of the removed replicas (controller mode)."""
 
@@ -268,7 +271,7 @@ class BrokerGroupSpec(PodMeta):
     """Image tag; changing it starts a rolling upgrade."""
     imagePullPolicy: PullPolicy = "IfNotPresent"
     resources: FreeForm = free_form("Container resources (core/v1 ResourceRequirements).")
-    storage: Storage = Field(default_factory=Storage)
+    storage: BrokerStorage = Field(default_factory=BrokerStorage)
     """Volume of the broker store (storePathRootDir)."""
     brokerConfig: dict[str, str] = Field(default_factory=dict)
     """Extra broker.conf keys, RocketMQ names, checked against a known-key list."""
