@@ -333,7 +333,8 @@ class BrokerGroupFollower:
             pods=[p.name for p in pods],
             broker_ids={pod: int(r["brokerId"]) for pod, r in members.items()
                         if r.get("brokerId") is not None},
-            offsets={pod: e.max_offset for pod, e in self._epochs.items()})
+            offsets={pod: e.max_offset for pod, e in self._epochs.items()},
+            learners=spec.asyncLearnerReplicas)
         step = plan_scale(spec.replicas, status.get("appliedReplicas"), spec.minInSyncReplicas,
                           spec.storage.reclaimPolicy, status.get("scaling"), facts)
         if step is None:

@@ -46,6 +46,8 @@ class ScaleFacts:
     """brokerId of each replica the controller knows, by pod."""
     offsets: Mapping[str, int] = field(default_factory=dict)
     """maxOffset of each replica, by pod (from its epoch entries)."""
+    learners: int = 0
+    """The last N replicas run as async learners: they never join the SyncStateSet."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ def retire(reclaim: str, state: dict[str, Any]) -> ScaleStep:
 
 def catch_up(wanted: int, state: dict[str, Any], facts: ScaleFacts) -> ScaleStep | None:
     """Replicas not yet in the SyncStateSet, with how far behind the master they are."""
-    pods = [names.pod(facts.name, i) for i in range(wanted)]
+    pods = [names.pod(facts.name, i) for i in range(wanted - facts.learners)]
     behind = [p for p in pods if p not in facts.sync_state_set]
     if not behind:
         if state.get("step") == "CatchingUp":

@@ -95,3 +95,8 @@ def test_scale_up_shows_the_catch_up_of_new_replicas_then_completes() -> None:
     assert joined.condition is not None and joined.condition[:2] == (False, "Completed")
     assert plan_scale(3, 3, 1, "Retain", None, facts()) is None
     assert rendered_replicas(3, 2, None) == 3 and rendered_replicas(3, None, None) == 3
+
+
+def test_async_learners_are_not_waited_for() -> None:
+    step = plan_scale(3, 3, 1, "Retain", None, facts(sss=("g-0", "g-1"), learners=1))
+    assert step is None
