@@ -292,7 +292,9 @@ class BrokerGroupFollower:
         if master not in self._epochs and not annotation:
             return  # nothing to compare with
         found = find_conflicts(master, self._epochs)
-        step = plan_epochs(found, list(self._epochs), status.get("epochConflicts") or [],
+        # Without the master's entries nothing was compared: recorded conflicts stay.
+        compared = list(self._epochs) if master in self._epochs else []
+        step = plan_epochs(found, compared, status.get("epochConflicts") or [],
                            master, sorted(addrs), annotation)
         now = self.clock()
         if step.wipe is not None:
