@@ -31,7 +31,7 @@ from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
-from .scaling import ScaleFacts, ScaleStep, plan_scale
+from .scaling import UNDER_WAY, ScaleFacts, ScaleStep, plan_scale
 from .upgrade import REVISION_LABEL, plan_upgrade
 from .views import Reads
 
@@ -264,7 +264,8 @@ class BrokerGroupFollower:
             return
         # Each part below starts from what the parts before it wrote.
         await self.check_epochs(body, ref, spec, self.remembered(status), pods)
-        await self.scale(body, ref, spec, self.remembered(status), pods, sub.probe)
+        if await self.scale(body, ref, spec, self.remembered(status), pods, sub.probe):
+            return
         await self.switchover(body, ref, spec, self.remembered(status), sub.probe)
         if await self.restart(body, ref, spec, self.remembered(status), pods):
             return
@@ -323,11 +324,12 @@ class BrokerGroupFollower:
 
     async def scale(self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
                     status: Mapping[str, Any], pods: list[PodInfo],
-                    probe: ControllerProbe) -> None:
+                    probe: ControllerProbe) -> bool:
         """One step of a scale-down, or the catch-up progress of replicas outside the
-        SyncStateSet (controller mode)."""
+        SyncStateSet (controller mode); True while a scale-down moves the master or
+        removes pods (switchovers, restarts and upgrades wait for it)."""
         if status.get("appliedMode") != "Controller":
-            return
+            return False
         members = {str(r.get("pod")): r for r in status.get("replicas") or []}
         facts = ScaleFacts(
             name=ref.name, master=status.get("masterPod"),
@@ -340,7 +342,7 @@ class BrokerGroupFollower:
         step = plan_scale(spec.replicas, status.get("appliedReplicas"), spec.minInSyncReplicas,
                           spec.storage.reclaimPolicy, status.get("scaling"), facts)
         if step is None:
-            return
+            return False
         condition = step.condition
         try:
             if step.switchover_to is not None:
@@ -370,6 +372,8 @@ class BrokerGroupFollower:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, step.event[1])
             await self.api.post_event(build_event(body, step.event[0], "Scaling",
                                                   step.event[1], self.clock()))
+        current = (step.status if step.status is not None else status.get("scaling")) or {}
+        return current.get("step") in UNDER_WAY
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,

@@ -32,6 +32,8 @@ DONE = "Done"
 REFUSED = "Refused"
 # Steps at which the StatefulSet is rendered with the smaller replica count.
 SHRUNK = frozenset({REMOVING, DONE})
+# Steps during which nothing else may move the master or restart pods.
+UNDER_WAY = frozenset({SWITCHING, REMOVING})
 
 
 @dataclass(frozen=True)
