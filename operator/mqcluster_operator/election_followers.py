@@ -24,7 +24,8 @@ from .election_probes import ProbeTarget
 from .epochs import ReplicaEpochs, find_conflicts, plan_epochs
 from .events import REASON_RESTART, REASON_SWITCHOVER, build_event
 from .k8s import Api, Ref, differs
-from .manifests import Owner, controller_view
+from .manifests import Owner, SpecError, controller_view
+from .manifests.broker import namesrv_addr
 from .manifests.meta import selector_labels
 from .migration import FINAL, MigrationFacts, migrates_first, plan_migration
 from .migration_driver import AdminDriver, MigrationDriver
@@ -337,6 +338,8 @@ class BrokerGroupFollower:
             pods=[p.name for p in pods],
             broker_ids={pod: int(r["brokerId"]) for pod, r in members.items()
                         if r.get("brokerId") is not None},
+            addresses={pod: str(r["address"]) for pod, r in members.items()
+                       if r.get("address")},
             offsets={pod: e.max_offset for pod, e in self._epochs.items()},
             learners=spec.asyncLearnerReplicas)
         step = plan_scale(spec.replicas, status.get("appliedReplicas"), spec.minInSyncReplicas,
@@ -348,9 +351,11 @@ class BrokerGroupFollower:
             if step.switchover_to is not None:
                 await probe.switchover(spec.clusterName, spec.broker_name(ref.name),
                                        facts.broker_ids[step.switchover_to])
-            if step.retire and self._key is not None:
-                await self.driver.retire(self._key[0].controller_addrs, spec.clusterName,
-                                         spec.broker_name(ref.name), step.retire)
+            if (step.retire or step.unregister) and self._key is not None:
+                await self.driver.retire(self._key[0].controller_addrs,
+                                         await self.namesrvs(body, spec), spec.clusterName,
+                                         spec.broker_name(ref.name), step.retire,
+                                         step.unregister)
         except Exception as exc:  # the controller refuses (a stopped broker still alive)
             self.log.info("%s/%s: scaling waits: %s", ref.namespace, ref.name, exc)
             condition = (True, "Retiring" if step.retire else "SwitchingOver",
@@ -374,6 +379,16 @@ class BrokerGroupFollower:
                                                   step.event[1], self.clock()))
         current = (step.status if step.status is not None else status.get("scaling")) or {}
         return current.get("step") in UNDER_WAY
+
+    async def namesrvs(self, body: Mapping[str, Any], spec: BrokerGroupSpec) -> list[str]:
+        ref = controller_ref(body)
+        controller = (await self.reads.get(Ref(names.API_VERSION, "Controller", *ref))
+                      if ref else None)
+        view = view_of(controller) if controller else None
+        try:
+            return [a for a in namesrv_addr(spec, view).split(";") if a]
+        except SpecError:
+            return []
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,

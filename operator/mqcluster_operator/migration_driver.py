@@ -9,6 +9,7 @@ from typing import Protocol
 
 from mqcluster.admin import ops
 from mqcluster.admin.commands import AdminError, fetch_epoch_caches
+from mqcluster.namesrv.client import NamesrvClient
 
 from .epochs import ReplicaEpochs
 
@@ -33,9 +34,11 @@ class MigrationDriver(Protocol):
         """The epoch entries of each broker that answers, by address."""
         ...
 
-    async def retire(self, controllers: Sequence[str], cluster: str, broker_name: str,
-                     broker_ids: Sequence[int]) -> None:
-        """CleanBrokerData for stopped replicas; raises while the controller refuses."""
+    async def retire(self, controllers: Sequence[str], namesrvs: Sequence[str], cluster: str,
+                     broker_name: str, broker_ids: Sequence[int],
+                     addresses: Sequence[str]) -> None:
+        """CleanBrokerData for stopped replicas (raises while the controller refuses),
+        then their addresses unregistered from the name servers."""
         ...
 
 
@@ -78,7 +81,17 @@ class AdminDriver:
                     c.cache.max_offset)
                 for c in caches}
 
-    async def retire(self, controllers: Sequence[str], cluster: str, broker_name: str,
-                     broker_ids: Sequence[int]) -> None:
-        await ops.clean_broker_metadata(";".join(controllers), cluster, broker_name,
-                                        ";".join(str(i) for i in broker_ids), False)
+    async def retire(self, controllers: Sequence[str], namesrvs: Sequence[str], cluster: str,
+                     broker_name: str, broker_ids: Sequence[int],
+                     addresses: Sequence[str]) -> None:
+        if broker_ids:
+            await ops.clean_broker_metadata(";".join(controllers), cluster, broker_name,
+                                            ";".join(str(i) for i in broker_ids), False)
+        if namesrvs:
+            client = NamesrvClient(list(namesrvs))
+            try:
+                for addr, broker_id in zip(addresses, broker_ids, strict=True):
+                    if addr:
+                        await client.unregister_broker(cluster, broker_name, addr, broker_id)
+            finally:
+                await client.close()

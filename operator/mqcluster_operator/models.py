@@ -386,6 +386,9 @@ class ScalingStatus(CRModel):
     removed: list[str] = Field(default_factory=list)
     retire: list[int] = Field(default_factory=list)
     """brokerIds of the removed replicas, cleaned from the controller once they stop."""
+    addresses: list[str] = Field(default_factory=list)
+    """Their addresses (one per brokerId of ``retire``), unregistered from the name
+    servers."""
     switchoverTo: str | None = None
     progress: str | None = None
 

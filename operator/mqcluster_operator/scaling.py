@@ -7,7 +7,7 @@ StatefulSet keeps its pods until the plan allows their removal. Never the master
 scale-down is refused with a Warning Event and ``Scaling=False``, reason
 ``BelowMinInSyncReplicas``, until the SyncStateSet has grown or the spec changes).
 Once the removed pods are gone their replicas are retired from the controller
-(CleanBrokerData; a broker unregisters from the name servers when it stops) and, with
+(CleanBrokerData) and from the name servers (which also drop a broker that stops) and, with
 ``spec.storage.reclaimPolicy: Delete``, their PVCs are deleted.
 
 Scale up needs no permission: new replicas start empty, copy from the master and join
@@ -46,6 +46,8 @@ class ScaleFacts:
     """Pods that exist now."""
     broker_ids: Mapping[str, int] = field(default_factory=dict)
     """brokerId of each replica the controller knows, by pod."""
+    addresses: Mapping[str, str] = field(default_factory=dict)
+    """Address each replica registered with, by pod."""
     offsets: Mapping[str, int] = field(default_factory=dict)
     """maxOffset of each replica, by pod (from its epoch entries)."""
     learners: int = 0
@@ -62,6 +64,9 @@ class ScaleStep:
     switchover_to: str | None = None
     retire: tuple[int, ...] = ()
     """brokerIds to clean from the controller."""
+    unregister: tuple[str, ...] = ()
+    """Their addresses (one per brokerId in ``retire``), unregistered from the name
+    servers."""
     delete_claims: tuple[str, ...] = ()
 
 
@@ -127,8 +132,10 @@ def scale_down(wanted: int, applied: int, min_in_sync: int, state: dict[str, Any
             event=("Normal", f"scale-down: switching the master over to {target} first")
             if step != SWITCHING else None,
             switchover_to=target if step != SWITCHING else None)
+    known = [p for p in removed if p in facts.broker_ids]
     new = {**state, "step": REMOVING, "progress": f"removing {', '.join(removed)}",
-           "retire": [facts.broker_ids[p] for p in removed if p in facts.broker_ids]}
+           "retire": [facts.broker_ids[p] for p in known],
+           "addresses": [facts.addresses.get(p, "") for p in known]}
     new.pop("switchoverTo", None)
     return ScaleStep(status=new,
                      condition=(True, REMOVING, f"removing {', '.join(removed)}"),
@@ -156,6 +163,7 @@ def retire(reclaim: str, state: dict[str, Any]) -> ScaleStep:
         condition=(False, "Completed", message),
         event=("Normal", message),
         retire=tuple(int(i) for i in state.get("retire") or []),
+        unregister=tuple(str(a) for a in state.get("addresses") or []),
         delete_claims=claims,
     )
 

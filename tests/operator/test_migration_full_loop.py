@@ -55,10 +55,13 @@ class ResolvingDriver:
         answers = await self.inner.epochs(list(resolved))
         return {resolved[a]: e for a, e in answers.items()}
 
-    async def retire(self, controllers: Sequence[str], cluster: str, broker_name: str,
-                     broker_ids: Sequence[int]) -> None:
-        await self.inner.retire([self.kubelet.resolve(c) for c in controllers], cluster,
-                                broker_name, broker_ids)
+    async def retire(self, controllers: Sequence[str], namesrvs: Sequence[str], cluster: str,
+                     broker_name: str, broker_ids: Sequence[int],
+                     addresses: Sequence[str]) -> None:
+        await self.inner.retire([self.kubelet.resolve(c) for c in controllers],
+                                [self.kubelet.resolve(n) for n in namesrvs], cluster,
+                                broker_name, broker_ids,
+                                [self.kubelet.resolve(a) for a in addresses])
 
 
 @dataclass

@@ -13,7 +13,8 @@ IDS = {"g-0": 1, "g-1": 2, "g-2": 3}
 
 def facts(master: str = "g-0", sss: tuple[str, ...] = ("g-0", "g-1", "g-2"),
           pods: tuple[str, ...] = ("g-0", "g-1", "g-2"), **extra: Any) -> ScaleFacts:
-    return ScaleFacts("g", master, list(sss), list(pods), dict(IDS), **extra)
+    return ScaleFacts("g", master, list(sss), list(pods), dict(IDS),
+                      {p: f"10.0.0.{i}:10911" for p, i in IDS.items()}, **extra)
 
 
 @pytest.mark.parametrize(("min_in_sync", "sss", "master", "step", "reason", "switchover"), [
@@ -32,6 +33,9 @@ def test_a_scale_down_never_removes_the_master_nor_shrinks_the_sync_state_set_to
     assert planned.status["step"] == step and planned.status["removed"] == ["g-2"]
     assert planned.condition is not None and planned.condition[1] == reason
     assert planned.switchover_to == switchover
+    if step == "Removing":
+        assert (planned.status["retire"], planned.status["addresses"]) == (
+            [3], ["10.0.0.3:10911"])
     assert (planned.event is not None and planned.event[0] == "Warning") == (step == "Refused")
     # The StatefulSet shrinks only once the plan says Removing.
     assert rendered_replicas(2, 3, planned.status) == (2 if step == "Removing" else 3)
@@ -60,13 +64,14 @@ def test_after_the_switchover_the_removal_goes_on() -> None:
 def test_removed_replicas_are_retired_once_their_pods_are_gone(
         reclaim: str, claims: tuple[str, ...]) -> None:
     removing = {"step": "Removing", "to": 2, "fromReplicas": 3, "removed": ["g-2"],
-                "retire": [3]}
+                "retire": [3], "addresses": ["10.0.0.3:10911"]}
     # The reconciler built the objects for 2 already: appliedReplicas is 2.
     waiting = plan_scale(2, 2, 1, reclaim, removing, facts())
     assert waiting is not None and waiting.status is None and not waiting.retire
     done = plan_scale(2, 2, 1, reclaim, removing, facts(pods=("g-0", "g-1")))
     assert done is not None and done.status is not None and done.status["step"] == "Done"
     assert done.retire == (3,) and done.delete_claims == claims
+    assert done.unregister == ("10.0.0.3:10911",)
     assert done.condition is not None and done.condition[:2] == (False, "Completed")
     assert rendered_replicas(2, 3, done.status) == 2
     # Resumed from the record alone: the same step again (its actions are idempotent).

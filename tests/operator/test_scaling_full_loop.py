@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mqcluster.admin import commands
 from mqcluster.client.admin import AdminClient
 from mqcluster_operator.k8s import Ref
 
@@ -73,6 +74,9 @@ async def test_scaling_3_to_2_to_3_moves_the_master_retires_the_replica_and_resy
     assert loop.status()["masterPod"] in ("bg-0", "bg-1")
     assert "bg-2" not in loop.kubelet.running
     assert h.obj("v1/persistentvolumeclaims", "data-bg-2", NS) is None  # reclaimPolicy Delete
+    info = await commands._cluster_info(loop.namesrv)
+    registered = info.brokerAddrTable["bg"].brokerAddrs.values()
+    assert not any(a.startswith(loop.kubelet.ip_of("bg-2") + ":") for a in registered)
     await h.eventually(lambda: sorted(loop.status().get("syncStateSet") or [])
                        == ["bg-0", "bg-1"], timeout=60,
                        what=lambda: f"bg-2 out of the SyncStateSet; status {loop.status()}")
