@@ -75,5 +75,6 @@ class Writer:
 
 # The election followers (election_followers.py) and the reconciliation (handlers.py).
 FOLLOWER = Writer("mqcluster-operator-follower",
-                  frozenset({"MasterElected", "Upgrading", "LeaderElected", "Migrating"}))
+                  frozenset({"MasterElected", "Upgrading", "LeaderElected", "Migrating",
+                             "Degraded", "Scaling"}))
 RECONCILER = Writer("mqcluster-operator-reconciler", FOLLOWER.types, all_but=True)

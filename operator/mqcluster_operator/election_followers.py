@@ -21,6 +21,7 @@ from .election_plan import (
 )
 from .election_poller import ElectionHub, Subscription
 from .election_probes import ProbeTarget
+from .epochs import ReplicaEpochs, find_conflicts, plan_epochs
 from .events import (
     REASON_CONFIG,
     REASON_RESTART,
@@ -29,8 +30,8 @@ from .events import (
     build_event,
 )
 from .k8s import Api, Ref, differs
-from .manifests import Owner, controller_view
-from .manifests.broker import runtime_config
+from .manifests import Owner, SpecError, controller_view
+from .manifests.broker import namesrv_addr, runtime_config
 from .manifests.meta import selector_labels
 from .migration import FINAL, MigrationFacts, migrates_first, plan_migration
 from .migration_driver import AdminDriver, MigrationDriver
@@ -38,6 +39,7 @@ from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
 from .restart import plan_restart
 from .runtime_config import runtime_changes
+from .scaling import UNDER_WAY, ScaleFacts, ScaleStep, plan_scale
 from .upgrade import RESUME, REVISION_LABEL, UpgradeStep, plan_upgrade
 from .upgrade_driver import AdminUpgradeDriver, UpgradeDriver
 from .views import Reads
@@ -45,6 +47,8 @@ from .views import Reads
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 TARGET_TTL = 30.0
 WRITE_MEMORY = 30.0  # how long an own status write may stay unseen by the index
+OWN_RECORDS = ("migration", "scaling", "epochConflicts")  # status fields only followers write
+EPOCH_INTERVAL = 2.0  # seconds between two reads of the replicas' epoch entries
 Clock = Callable[[], str]
 
 
@@ -109,6 +113,34 @@ class BrokerGroupFollower:
         # it lives its memory is newer than an index that has not yet seen the write.
         self._wrote: dict[str, Any] = {}
         self._wrote_at = float("-inf")
+        # The conditions this follower last wrote, by type: each part of a step (follow,
+        # migrate, upgrade) applies all the follower's entries, so one computed from an
+        # index that lags behind would put back an entry another part just replaced.
+        self._conditions: dict[str, dict[str, Any]] = {}
+        # Likewise the records only this follower writes: planning a step from an
+        # older record would repeat the step before it.
+        self._records: dict[str, Any] = {}
+        self._epochs: dict[str, ReplicaEpochs] = {}
+        self._epochs_at = float("-inf")
+        # The wipe carried out last and when: its annotation, cleared at once, may still
+        # be in an index that lags behind, and must not wipe the recreated pod.
+        self._wiped: tuple[str, float] = ("", float("-inf"))
+
+    def remembered(self, status: Mapping[str, Any]) -> dict[str, Any]:
+        """``status`` with the migration record and conditions this follower wrote."""
+        out = {**status, **self._records}
+        if self._conditions:
+            out["conditions"] = [
+                c for c in status.get("conditions") or [] if c.get("type") not in self._conditions
+            ] + list(self._conditions.values())
+        return out
+
+    async def write_status(self, ref: Ref, patch: Mapping[str, Any]) -> None:
+        await self.api.write_status(ref, patch, conditions.FOLLOWER)
+        self._records.update({k: v for k, v in patch.items() if k in OWN_RECORDS})
+        for cond in patch.get("conditions") or []:
+            if cond.get("type") in conditions.FOLLOWER.types:
+                self._conditions[cond["type"]] = dict(cond)
 
     async def close(self) -> None:
         if self.sub is not None:
@@ -201,6 +233,7 @@ class BrokerGroupFollower:
         ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
         status = dict(body.get("status") or {})
         status.update({k: v for k, v in self._wrote.items() if k != "conditions"})
+        status = self.remembered(status)
         broker_name = spec.broker_name(name)
         generation = meta.get("generation")
         recent = time.monotonic() - self._target_at < TARGET_TTL
@@ -226,7 +259,7 @@ class BrokerGroupFollower:
                 now,
             )
             if differs(conds, status.get("conditions")):
-                await self.api.write_status(ref, {"conditions": conds}, conditions.FOLLOWER)
+                await self.write_status(ref, {"conditions": conds})
             # A migration stops every pod on purpose: no broker answers then, and the
             # migration must still see them gone to go on.
             if not (status.get("migration") or {}).get("step"):
@@ -244,11 +277,133 @@ class BrokerGroupFollower:
         status = await self.follow(body, ref, status, latest, pods, now)
         if await self.migrate(body, ref, spec, status, pods, latest):
             return
-        await self.switchover(body, ref, spec, status, sub.probe)
-        await self.runtime_config(body, ref, spec, status)
-        if await self.restart(body, ref, spec, status, pods):
+        # Each part below starts from what the parts before it wrote.
+        await self.check_epochs(body, ref, spec, self.remembered(status), pods)
+        if await self.scale(body, ref, spec, self.remembered(status), pods, sub.probe):
             return
-        await self.upgrade(body, ref, spec, status, pods, revisions, sub.probe)
+        await self.switchover(body, ref, spec, self.remembered(status), sub.probe)
+        await self.runtime_config(body, ref, spec, self.remembered(status))
+        if await self.restart(body, ref, spec, self.remembered(status), pods):
+            return
+        await self.upgrade(body, ref, spec, self.remembered(status), pods, revisions, sub.probe)
+
+    async def check_epochs(self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+                           status: Mapping[str, Any], pods: list[PodInfo]) -> None:
+        """Reads the replicas' epoch entries (for ``status.replicas``, written by the next
+        ``follow``), reports those that conflict with the master's and wipes one a
+        person approved (``mqcluster.io/wipe-replica``)."""
+        annotation = (body["metadata"].get("annotations") or {}).get(
+            names.ANNOTATION_WIPE_REPLICA)
+        if annotation == self._wiped[0] and time.monotonic() - self._wiped[1] < WRITE_MEMORY:
+            annotation = None
+        if status.get("appliedMode") != "Controller" or (
+                not annotation and time.monotonic() - self._epochs_at < EPOCH_INTERVAL):
+            return
+        self._epochs_at = time.monotonic()
+        ns = ref.namespace
+        addrs = {p.name: f"{names.pod_dns(ref.name, int(p.name.rsplit('-', 1)[1]), ns)}"
+                         f":{spec.ports.listen}" for p in pods}
+        answers = await self.driver.epochs(list(addrs.values()))
+        self._epochs = {pod: answers[a] for pod, a in addrs.items() if a in answers}
+        master = status.get("masterPod")
+        if master not in self._epochs and not annotation:
+            return  # nothing to compare with
+        found = find_conflicts(master, self._epochs)
+        # Without the master's entries nothing was compared: recorded conflicts stay.
+        compared = list(self._epochs) if master in self._epochs else []
+        step = plan_epochs(found, compared, status.get("epochConflicts") or [],
+                           master, sorted(addrs), annotation)
+        now = self.clock()
+        if step.wipe is not None:
+            # The claim goes first: the pod recreated by the StatefulSet gets a new one.
+            await self.api.delete(Ref("v1", "PersistentVolumeClaim", ns,
+                                      f"data-{step.wipe}"))
+            await self.api.delete(Ref("v1", "Pod", ns, step.wipe))
+            self._epochs.pop(step.wipe, None)
+            self._wiped = (step.wipe, time.monotonic())
+        patch: dict[str, Any] = {}
+        if step.conflicts is not None:
+            patch["epochConflicts"] = step.conflicts
+        if step.condition is not None:
+            conds = conditions.set_condition(status.get("conditions", []), "Degraded",
+                                             *step.condition, now)
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.write_status(ref, patch)
+        if step.clear_annotation:
+            await self.api.patch(
+                ref, {"metadata": {"annotations": {names.ANNOTATION_WIPE_REPLICA: None}}})
+        for kind, message in step.events:
+            self.log.info("%s/%s: %s", ns, ref.name, message)
+            await self.api.post_event(build_event(body, kind, "EpochConflict", message, now))
+
+    async def scale(self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
+                    status: Mapping[str, Any], pods: list[PodInfo],
+                    probe: ControllerProbe) -> bool:
+        """One step of a scale-down, or the catch-up progress of replicas outside the
+        SyncStateSet (controller mode); True while a scale-down moves the master or
+        removes pods (switchovers, restarts and upgrades wait for it)."""
+        if status.get("appliedMode") != "Controller":
+            return False
+        members = {str(r.get("pod")): r for r in status.get("replicas") or []}
+        facts = ScaleFacts(
+            name=ref.name, master=status.get("masterPod"),
+            sync_state_set=list(status.get("syncStateSet") or []),
+            pods=[p.name for p in pods],
+            broker_ids={pod: int(r["brokerId"]) for pod, r in members.items()
+                        if r.get("brokerId") is not None},
+            addresses={pod: str(r["address"]) for pod, r in members.items()
+                       if r.get("address")},
+            offsets={pod: e.max_offset for pod, e in self._epochs.items()},
+            learners=spec.asyncLearnerReplicas)
+        step = plan_scale(spec.replicas, status.get("appliedReplicas"), spec.minInSyncReplicas,
+                          spec.storage.reclaimPolicy, status.get("scaling"), facts)
+        if step is None:
+            return False
+        condition = step.condition
+        try:
+            if step.switchover_to is not None:
+                await probe.switchover(spec.clusterName, spec.broker_name(ref.name),
+                                       facts.broker_ids[step.switchover_to])
+            if (step.retire or step.unregister) and self._key is not None:
+                await self.driver.retire(self._key[0].controller_addrs,
+                                         await self.namesrvs(body, spec), spec.clusterName,
+                                         spec.broker_name(ref.name), step.retire,
+                                         step.unregister)
+        except Exception as exc:  # the controller refuses (a stopped broker still alive)
+            self.log.info("%s/%s: scaling waits: %s", ref.namespace, ref.name, exc)
+            condition = (True, "Retiring" if step.retire else "SwitchingOver",
+                         f"waiting for the controller: {exc}")
+            step = ScaleStep(condition=condition)
+        for claim in step.delete_claims:
+            await self.api.delete(Ref("v1", "PersistentVolumeClaim", ref.namespace, claim))
+        patch: dict[str, Any] = {}
+        if step.status is not None:
+            patch["scaling"] = step.status or None
+        if condition is not None:
+            conds = conditions.set_condition(status.get("conditions", []), "Scaling",
+                                             *condition, self.clock())
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.write_status(ref, patch)
+        if step.event is not None:
+            self.log.info("%s/%s: %s", ref.namespace, ref.name, step.event[1])
+            await self.api.post_event(build_event(body, step.event[0], "Scaling",
+                                                  step.event[1], self.clock()))
+        current = (step.status if step.status is not None else status.get("scaling")) or {}
+        return current.get("step") in UNDER_WAY
+
+    async def namesrvs(self, body: Mapping[str, Any], spec: BrokerGroupSpec) -> list[str]:
+        ref = controller_ref(body)
+        controller = (await self.reads.get(Ref(names.API_VERSION, "Controller", *ref))
+                      if ref else None)
+        view = view_of(controller) if controller else None
+        try:
+            return [a for a in namesrv_addr(spec, view).split(";") if a]
+        except SpecError:
+            return []
 
     async def migrate(
         self, body: Mapping[str, Any], ref: Ref, spec: BrokerGroupSpec,
@@ -279,10 +434,7 @@ class BrokerGroupFollower:
             if differs(conds, status.get("conditions")):
                 patch["conditions"] = conds
         if patch:
-            await self.api.write_status(ref, patch, conditions.FOLLOWER)
-            # the upgrade step of this round applies the follower's conditions again:
-            # from these, not from the ones read before
-            status.update(patch)
+            await self.write_status(ref, patch)
         if step.clear_annotation:
             await self.api.patch(
                 ref, {"metadata": {"annotations": {names.ANNOTATION_MIGRATION: None}}})
@@ -313,6 +465,9 @@ class BrokerGroupFollower:
                 f"{names.pod_dns(body['metadata']['name'], int(ordinal), ns)}"
                 f":{spec.ports.listen}")
         meta = body["metadata"]
+        behind = None
+        if leader and step == "Draining":
+            behind = await self.metadata_behind(body, spec, str(leader))
         others = [o for o in await self.reads.list(
                       Ref(names.API_VERSION, "BrokerGroup", meta["namespace"]), {})
                   if (o.get("spec") or {}).get("clusterName", "DefaultCluster")
@@ -328,14 +483,31 @@ class BrokerGroupFollower:
             registered=sum(1 for r in election.replicas if r.broker_id is not None and r.alive),
             master=leader if step not in (None, "Draining", "Stopping") else None,
             sync_state_set=len(status.get("syncStateSet") or []),
+            metadata_behind=behind,
         )
+
+    async def metadata_behind(self, body: Mapping[str, Any], spec: BrokerGroupSpec,
+                              leader: str) -> tuple[str, ...] | None:
+        """The pods whose topics or subscription groups differ from the leader's."""
+        meta = body["metadata"]
+        name, ns = meta["name"], meta["namespace"]
+        addrs = {names.pod(name, i): f"{names.pod_dns(name, i, ns)}:{spec.ports.listen}"
+                 for i in range(spec.replicas)}
+        if leader not in addrs:
+            return None
+        followers = [pod for pod in addrs if pod != leader]
+        behind = await self.driver.metadata_behind(addrs[leader],
+                                                   [addrs[p] for p in followers])
+        if behind is None:
+            return None
+        return tuple(p for p in followers if addrs[p] in behind)
 
     async def follow(
         self, body: Mapping[str, Any], ref: Ref, status: dict[str, Any], election: Election,
         pods: list[PodInfo], now: str,
     ) -> dict[str, Any]:
         started = time.monotonic()
-        plan = plan_follow(status, election, pods, now)
+        plan = plan_follow(status, election, pods, now, self._epochs)
         for pod, role in plan.relabels:
             labels = {"metadata": {"labels": {names.LABEL_ROLE: role}}}
             await self.api.patch(Ref("v1", "Pod", ref.namespace, pod), labels)
@@ -346,7 +518,7 @@ class BrokerGroupFollower:
         just_written = (plan.status == self._wrote
                         and time.monotonic() - self._wrote_at < WRITE_MEMORY)
         if differs(plan.status, status) and not just_written:
-            await self.api.write_status(ref, plan.status, conditions.FOLLOWER)
+            await self.write_status(ref, plan.status)
             self._wrote, self._wrote_at = dict(plan.status), time.monotonic()
         if plan.event:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])
@@ -471,7 +643,7 @@ class BrokerGroupFollower:
             if differs(conds, status.get("conditions")):
                 patch["conditions"] = conds
         if patch:
-            await self.api.write_status(ref, patch, conditions.FOLLOWER)
+            await self.write_status(ref, patch)
         if step.status is not None:
             self._upgrade = dict(step.status)
         if step.clear_resume:

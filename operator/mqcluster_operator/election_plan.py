@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import conditions, names
+from .epochs import ReplicaEpochs
 from .events import REASON_MASTER_CHANGED
 
 MASTER_ROLES = frozenset({"SYNC_MASTER", "ASYNC_MASTER"})
@@ -136,13 +137,16 @@ def plan_follow(
     election: Election,
     pods: Sequence[PodInfo],
     now: str,
+    epochs: Mapping[str, ReplicaEpochs] | None = None,
 ) -> FollowPlan:
+    """Labels, status and event for ``election``; ``epochs`` (by pod, read from the
+    brokers) go into ``status.replicas``."""
     master = pod_for_address(election.master_address, pods)
     demote = [(p.name, names.ROLE_SLAVE) for p in pods
               if p.name != master and p.role != names.ROLE_SLAVE]
     promote = [(p.name, names.ROLE_MASTER) for p in pods
                if p.name == master and p.role != names.ROLE_MASTER]
-    replicas = []
+    replicas: list[dict[str, Any]] = []
     for r in election.replicas:
         pod = pod_for_address(r.address, pods)
         replicas.append({
@@ -153,6 +157,9 @@ def plan_follow(
             "inSync": r.in_sync,
             "alive": r.alive,
         })
+        read = (epochs or {}).get(pod or "")
+        if read is not None:
+            replicas[-1].update(maxOffset=read.max_offset, epochs=read.status())
     in_sync = [str(rep["pod"]) for rep in replicas if rep["inSync"]]
     if master:
         cond = ("MasterElected", True, "MasterElected",

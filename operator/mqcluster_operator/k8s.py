@@ -36,6 +36,7 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "Service"): "services",
     ("v1", "Pod"): "pods",
     ("v1", "Event"): "events",
+    ("v1", "PersistentVolumeClaim"): "persistentvolumeclaims",
     ("apps/v1", "StatefulSet"): "statefulsets",
     ("policy/v1", "PodDisruptionBudget"): "poddisruptionbudgets",
     (API_VERSION, "Controller"): "controllers",

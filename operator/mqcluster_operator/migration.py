@@ -57,6 +57,10 @@ class MigrationFacts:
     sync_state_set: int = 0
     waiting_for: str | None = None
     """Another group of the cluster that migrates first (one group at a time)."""
+    metadata_behind: tuple[str, ...] | None = None
+    """Replicas whose topics or subscription groups differ from the leader's (None:
+    not known). Followers copy them every few seconds and the store clear keeps each
+    pod's own copy, so a stale follower elected master later would lose a topic."""
 
 
 @dataclass(frozen=True)
@@ -169,14 +173,21 @@ def drain(spec: BrokerGroupSpec, state: dict[str, Any],
         done = facts.lag == 0
         progress = ("consumer lag unknown" if facts.lag is None
                     else f"{facts.lag} message(s) left to consume")
-        if not done and elapsed > policy.drainTimeoutSeconds:
-            why = f"consumers did not drain within {policy.drainTimeoutSeconds}s ({progress})"
-            return MigrationStep(
-                action="writes_on",
-                status={**state, "step": FAILED, "since": facts.now, "progress": why},
-                condition=(False, "DrainTimeout", why + "; writes are back on"),
-                event=("Warning", f"migration failed: {why}; the DLedger group is untouched"),
-            )
+    if done and facts.metadata_behind != ():
+        done = False
+        progress = ("drained; comparing the replicas' topics and subscription groups"
+                    " with the leader's" if facts.metadata_behind is None
+                    else "drained; waiting for " + ", ".join(facts.metadata_behind)
+                    + " to copy the leader's topics and subscription groups")
+    if not done and policy.drainPolicy == "WaitForConsumers" \
+            and elapsed > policy.drainTimeoutSeconds:
+        why = f"consumers did not drain within {policy.drainTimeoutSeconds}s ({progress})"
+        return MigrationStep(
+            action="writes_on",
+            status={**state, "step": FAILED, "since": facts.now, "progress": why},
+            condition=(False, "DrainTimeout", why + "; writes are back on"),
+            event=("Warning", f"migration failed: {why}; the DLedger group is untouched"),
+        )
     if done:
         return MigrationStep(
             status={**state, "step": STOPPING, "since": facts.now, "progress": "stopping pods"},

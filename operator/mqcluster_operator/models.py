@@ -53,6 +53,11 @@ class Storage(CRModel):
     """StorageClass of the claims; the cluster default when unset."""
 
 
+class BrokerStorage(Storage):
+    reclaimPolicy: Literal["Retain", "Delete"] = "Retain"
+    """What a scale-down does with the PVCs of the removed replicas (controller mode)."""
+
+
 class Scheduling(CRModel):
     affinity: FreeForm = free_form("Pod affinity (core/v1 Affinity); replaces the default.")
     tolerations: list[FreeForm] = free_form_list("Pod tolerations (core/v1 Toleration).")
@@ -274,7 +279,7 @@ class BrokerGroupSpec(PodMeta):
     """Image tag; changing it starts a rolling upgrade."""
     imagePullPolicy: PullPolicy = "IfNotPresent"
     resources: FreeForm = free_form("Container resources (core/v1 ResourceRequirements).")
-    storage: Storage = Field(default_factory=Storage)
+    storage: BrokerStorage = Field(default_factory=BrokerStorage)
     """Volume of the broker store (storePathRootDir)."""
     brokerConfig: dict[str, str] = Field(default_factory=dict)
     """Extra broker.conf keys, RocketMQ names, checked against a known-key list."""
@@ -383,6 +388,22 @@ class MigrationStatus(CRModel):
     progress: str = ""
 
 
+class ScalingStatus(CRModel):
+    step: str = ""
+    """SwitchingOver, Removing, Done, Refused; CatchingUp while replicas are outside
+    the SyncStateSet."""
+    to: int | None = None
+    fromReplicas: int | None = None
+    removed: list[str] = Field(default_factory=list)
+    retire: list[int] = Field(default_factory=list)
+    """brokerIds of the removed replicas, cleaned from the controller once they stop."""
+    addresses: list[str] = Field(default_factory=list)
+    """Their addresses (one per brokerId of ``retire``), unregistered from the name
+    servers."""
+    switchoverTo: str | None = None
+    progress: str | None = None
+
+
 class RestartStatus(CRModel):
     requested: str | None = None
     """Value of the mqcluster.io/restart annotation being carried out."""
@@ -436,6 +457,11 @@ class BrokerGroupStatus(CRModel):
     upgrade: UpgradeStatus | None = None
     appliedRuntimeConfig: dict[str, str] | None = None
     """Broker keys taken without a restart, as last pushed to the running brokers."""
+    appliedReplicas: int | None = None
+    """Replicas the objects were last built for (a scale-down waits for its plan)."""
+    scaling: ScalingStatus | None = None
+    epochConflicts: list[str] = Field(default_factory=list)
+    """Pods whose epoch history shares no epoch with the master's (reason EpochConflict)."""
 
 
 class ControllerStatus(CRModel):

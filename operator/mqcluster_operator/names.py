@@ -23,6 +23,7 @@ ANNOTATION_SWITCHOVER = "mqcluster.io/switchover-to"
 ANNOTATION_RESTART = "mqcluster.io/restart"
 ANNOTATION_MIGRATION = "mqcluster.io/migration"  # start | abort
 ANNOTATION_UPGRADE = "mqcluster.io/upgrade"  # resume: a new timeout for the step waited on
+ANNOTATION_WIPE_REPLICA = "mqcluster.io/wipe-replica"  # <pod>: wipe its store, resync it
 ANNOTATION_CONFIG_HASH = "mqcluster.io/config-hash"
 ANNOTATION_RESTARTED_AT = "mqcluster.io/restarted-at"
 

@@ -15,6 +15,7 @@ from .manifests.broker import for_migration
 from .manifests.controller import ControllerView
 from .migration import rendering
 from .models import BrokerGroupSpec, ControllerSpec, mode_change_allowed
+from .scaling import rendered_replicas
 
 Obj = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -129,7 +130,11 @@ def plan_brokergroup(
     # A DLedger group moving to controller mode keeps its mode until the migration
     # (driven by the group's follower, recorded in status.migration) clears its stores.
     render = rendering(spec, status.get("appliedMode"), status.get("migration"))
-    built = spec if render.mode == spec.mode else spec.model_copy(update={"mode": render.mode})
+    # A controller-mode scale-down keeps the pods until its plan (scaling.py) lets them go.
+    replicas = spec.replicas if render.mode != "Controller" else rendered_replicas(
+        spec.replicas, status.get("appliedReplicas"), status.get("scaling"))
+    built = spec if (render.mode, replicas) == (spec.mode, spec.replicas) \
+        else spec.model_copy(update={"mode": render.mode, "replicas": replicas})
     try:
         objects = for_migration(build_brokergroup(owner, built, view), spec,
                                 render.stopped, render.clear_store)
@@ -140,6 +145,7 @@ def plan_brokergroup(
         status={
             "observedGeneration": generation(body),
             "appliedMode": render.mode,
+            "appliedReplicas": replicas,
             "appliedBrokerName": spec.broker_name(owner.name),
         },
         statefulset=owner.name,

@@ -13,6 +13,7 @@ Every verb used is recorded per resource (``verbs``), to check RBAC against.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import uuid
@@ -33,6 +34,7 @@ RESOURCES: dict[str, dict[str, Any]] = {
     "v1/services": {"kind": "Service"},
     "v1/configmaps": {"kind": "ConfigMap"},
     "v1/events": {"kind": "Event"},
+    "v1/persistentvolumeclaims": {"kind": "PersistentVolumeClaim"},
     "v1/namespaces": {"kind": "Namespace", "namespaced": False},
     "apps/v1/statefulsets": {"kind": "StatefulSet", "subresources": {"status"}},
     "policy/v1/poddisruptionbudgets": {"kind": "PodDisruptionBudget", "subresources": {"status"}},
@@ -117,6 +119,9 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
     """Requests served to anyone but the tests' own client (the operator and kopf)."""
     applied: list[Any] = attrs.field(factory=list, init=False)
     """Keys of the objects server-side applied, one per request."""
+    _applying: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
+    """An apply is computed from the live object and stored as a merge patch (lists
+    whole): two applies interleaved would store one list computed before the other."""
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -232,9 +237,10 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             self._record_verb(request)
             try:
                 if is_apply(request):
-                    await self._server_side_apply(request)
-                else:
-                    self._prepare(request)
+                    async with self._applying:
+                        await self._server_side_apply(request)
+                        return await super()._handle(request)
+                self._prepare(request)
             except kmock.KubernetesError as exc:
                 return await self._render_error(exc)
         return await super()._handle(request)

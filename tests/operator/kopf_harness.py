@@ -130,52 +130,77 @@ class Harness:
         ]
 
 
+@dataclass
+class Cluster:
+    """An emulated API server that may outlive one operator run (a restarted operator
+    finds the same objects)."""
+
+    emulator: Emulator
+    url: str
+    api: Api
+
+
+@contextlib.asynccontextmanager
+async def emulated_cluster() -> AsyncIterator[Cluster]:
+    async with Emulator() as emulator, kmock.Server(emulator) as server:
+        url = str(server.url).rstrip("/")
+        api = Api(kopf.ConnectionInfo(server=url), user_agent=TEST_CLIENT)
+        try:
+            yield Cluster(emulator, url, api)
+        finally:
+            await api.close()
+
+
 @contextlib.asynccontextmanager
 async def running_operator(
     probe_factory: Callable[[ProbeTarget], Any] | None = None,
     follow_interval: float = 0.1, poll_interval: float = 0.05, reconcile_interval: float = 1.0,
-    reapply_seconds: float = 0.0, **memo_extra: Any,
+    reapply_seconds: float = 0.0, cluster: Cluster | None = None, **memo_extra: Any,
 ) -> AsyncIterator[Harness]:
-    """kopf with our handlers against a fresh emulator; probes are fakes unless given.
-    The intervals are short for tests; the bench passes the production ones."""
+    """kopf with our handlers against ``cluster`` (a fresh emulator unless given); probes
+    are fakes unless given. The intervals are short for tests; the bench passes the
+    production ones. Leaving the context stops the operator, as a pod deletion would."""
+    if cluster is None:
+        async with emulated_cluster() as fresh, running_operator(
+                probe_factory, follow_interval, poll_interval, reconcile_interval,
+                reapply_seconds, fresh, **memo_extra) as h:
+            yield h
+        return
     fake = FakeClusters()
-    async with Emulator() as emulator, kmock.Server(emulator) as server:
-        url = str(server.url).rstrip("/")
-        registry = kopf.OperatorRegistry()
-        handlers.register(registry, reconcile_interval=reconcile_interval, backoff=0.5)
-        settings = kopf.OperatorSettings()
-        settings.watching.reconnect_backoff = 0.1
-        settings.queueing.idle_timeout = 1.0
-        settings.background.instant_exit_timeout = 0.5
-        settings.background.cancellation_polling = 0.5
-        settings.posting.enabled = False
-        memo = kopf.Memo(
-            connect=lambda **_: kopf.ConnectionInfo(server=url),
-            probe_factory=probe_factory or fake.factory,
-            **({} if probe_factory else {"upgrade_driver": FakeUpgradeDriver(fake)}),
-            applied=AppliedCache(reapply_seconds),
-            follow_interval=follow_interval,
-            poll_interval=poll_interval,
-            clock=lambda: NOW,
-            **memo_extra,
-        )
-        # kopf runs in its own thread and loop: at exit it waits for every task of its
-        # loop, and the emulator's server-side watch streams must not be among them.
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=asyncio.run,
-            args=(kopf.operator(
-                registry=registry, settings=settings, memo=memo, clusterwide=True,
-                standalone=True, stop_flag=stop,
-            ),),
-            name="kopf",
-            daemon=True,
-        )
-        thread.start()
-        api = Api(kopf.ConnectionInfo(server=url), user_agent=TEST_CLIENT)
-        try:
-            yield Harness(emulator, api, fake)
-        finally:
-            stop.set()
-            await asyncio.to_thread(thread.join, 15)
-            await api.close()
+    url = cluster.url
+    registry = kopf.OperatorRegistry()
+    handlers.register(registry, reconcile_interval=reconcile_interval, backoff=0.5)
+    settings = kopf.OperatorSettings()
+    settings.watching.reconnect_backoff = 0.1
+    settings.queueing.idle_timeout = 1.0
+    settings.background.instant_exit_timeout = 0.5
+    settings.background.cancellation_polling = 0.5
+    settings.posting.enabled = False
+    memo = kopf.Memo(
+        connect=lambda **_: kopf.ConnectionInfo(server=url),
+        probe_factory=probe_factory or fake.factory,
+        **({} if probe_factory else {"upgrade_driver": FakeUpgradeDriver(fake)}),
+        applied=AppliedCache(reapply_seconds),
+        follow_interval=follow_interval,
+        poll_interval=poll_interval,
+        clock=lambda: NOW,
+        **memo_extra,
+    )
+    # kopf runs in its own thread and loop: at exit it waits for every task of its
+    # loop, and the emulator's server-side watch streams must not be among them.
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=asyncio.run,
+        args=(kopf.operator(
+            registry=registry, settings=settings, memo=memo, clusterwide=True,
+            standalone=True, stop_flag=stop,
+        ),),
+        name="kopf",
+        daemon=True,
+    )
+    thread.start()
+    try:
+        yield Harness(cluster.emulator, cluster.api, fake)
+    finally:
+        stop.set()
+        await asyncio.to_thread(thread.join, 15)

@@ -3,12 +3,16 @@
 It plays the StatefulSet controller and the kubelet for one namespace: each
 StatefulSet's pods ``0..replicas-1`` run as ``mqbroker`` / ``mqnamesrv`` /
 ``mqcontroller`` processes from the ConfigMap the operator rendered (as the pod's
-start script would concatenate it), each on its own 127.0.0.x address, with a
+start script would concatenate it), each on its own 127.n.0.x address, with a
 directory per pod as its PVC. Init containers run first (``python -m ...``
 commands). A Pod object appears once the process has booted (Ready, with its
 address as ``podIP`` and the template's revision as ``controller-revision-hash``);
 a Pod the operator deletes has its process stopped and is started again; pods
 beyond ``replicas`` stop; a process that dies is restarted (restartPolicy Always).
+Each pod of a StatefulSet with a claim template has its PersistentVolumeClaim object
+(``data-<pod>``): a pod started without one gets a new, empty directory, as a new
+volume would be (the operator deletes a claim to wipe a replica's store). A test may
+``hold`` a pod stopped (to edit its store) and ``release`` it.
 The StatefulSet's status (readyReplicas, updateRevision) follows. A pod whose
 image is in ``broken_images`` gets no process: its Pod stays Pending and not Ready
 with its container waiting in ``ImagePullBackOff`` until the operator deletes it.
@@ -23,7 +27,9 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +47,12 @@ MODULES = {"mqbroker": "mqcluster.broker.main", "mqnamesrv": "mqcluster.namesrv.
            "mqcontroller": "mqcluster.controller.main"}
 BOOT_MARKERS = {"mqbroker": "boot success", "mqnamesrv": "boot success",
                 "mqcontroller": "controller started"}
+
+
+def ip_prefix() -> str:
+    """A /24 of 127/8 for this test process: concurrent test runs on the host (and the
+    tests that use 127.0.0.x) bind the same fixed ports (10911, 9876)."""
+    return f"127.{30 + os.getpid() % 200}.0"
 
 
 def revision_of(template: dict[str, Any]) -> str:
@@ -61,10 +73,12 @@ class LocalKubelet:
     namespace: str
     workdir: Path
     ip_base: int = 40
+    ip_prefix: str = field(default_factory=ip_prefix)
     ips: dict[str, str] = field(default_factory=dict)
     running: dict[str, PodProcess] = field(default_factory=dict)
     starting: set[str] = field(default_factory=set)
     started: list[str] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)
     """Every pod start, in order (a pod restarted twice appears twice)."""
     broken_images: set[str] = field(default_factory=set)
     stuck: dict[str, str] = field(default_factory=dict)
@@ -73,11 +87,11 @@ class LocalKubelet:
 
     def ip_of(self, pod: str) -> str:
         if pod not in self.ips:
-            self.ips[pod] = f"127.0.0.{self.ip_base + len(self.ips)}"
+            self.ips[pod] = f"{self.ip_prefix}.{self.ip_base + len(self.ips)}"
         return self.ips[pod]
 
     def resolve(self, address: str) -> str:
-        """``bg-1.bg-headless.ns.svc:10911`` (or a URL holding one) -> ``127.0.0.x:10911``."""
+        """``bg-1.bg-headless.ns.svc:10911`` (or a URL holding one) -> ``127.n.0.x:10911``."""
         def local(m: re.Match[str]) -> str:
             return self.ip_of(m.group(1))  # stable per pod name, whoever asks first
         return re.sub(r"\b([a-z][a-z0-9-]*-\d+)\.[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*", local,
@@ -124,6 +138,9 @@ class LocalKubelet:
                 pod = names.pod(name, i)
                 if pod in self.starting:
                     continue
+                if pod in self.held:
+                    await self.stop(pod, delete=True)
+                    continue
                 live = self.emulator.live("v1/pods", self.namespace, pod)
                 if pod in self.stuck:
                     if live is not None and live["metadata"]["uid"] == self.stuck[pod]:
@@ -159,6 +176,31 @@ class LocalKubelet:
             with contextlib.suppress(ApiError):
                 await self.api.delete(Ref("v1", "Pod", self.namespace, pod))
 
+    async def hold(self, pod: str) -> Path:
+        """Stops ``pod`` until ``release``; its data directory."""
+        self.held.add(pod)
+        while pod in self.running or pod in self.starting:
+            await asyncio.sleep(0.1)  # the sync loop stops it
+        return self.workdir / pod
+
+    def release(self, pod: str) -> None:
+        self.held.discard(pod)
+
+    async def claim(self, sts: dict[str, Any], pod: str, root: Path) -> None:
+        templates = sts["spec"].get("volumeClaimTemplates") or []
+        if not templates:
+            return
+        name = f"{templates[0]['metadata']['name']}-{pod}"
+        if self.emulator.live("v1/persistentvolumeclaims", self.namespace, name) is not None:
+            return
+        shutil.rmtree(root, ignore_errors=True)  # a new claim: a new, empty volume
+        await self.api.create({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": self.namespace,
+                         "labels": dict(templates[0]["metadata"].get("labels") or {})},
+            "spec": templates[0]["spec"],
+        })
+
     async def kill(self, pod: str) -> None:
         """SIGKILL the pod's process (the kubelet restarts it, as restartPolicy Always)."""
         await self.running[pod].proc.kill()
@@ -183,6 +225,7 @@ class LocalKubelet:
             root = self.workdir / pod
             ip = self.ip_of(pod)
             local = localize(props, self.hosts(), root, ip)
+            await self.claim(sts, pod, root)
             root.mkdir(parents=True, exist_ok=True)
             for init in template["spec"].get("initContainers") or []:
                 await self.run_init(init, root)

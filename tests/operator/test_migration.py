@@ -70,7 +70,7 @@ def test_start_turns_writes_off_and_records_the_drain() -> None:
 ])
 def test_draining_waits_for_the_consumers(lag: int | None, now: float, step_after: str,
                                           action: str | None) -> None:
-    facts = MigrationFacts(now=now, lag=lag, pods=3)
+    facts = MigrationFacts(now=now, lag=lag, pods=3, metadata_behind=())
     step = plan_migration(spec(), "DLedger", draining(), None, facts)
     assert step is not None
     assert step.action == action
@@ -94,8 +94,36 @@ def test_retention_window_policy_waits_the_window_whatever_the_lag() -> None:
     assert early is not None and early.status is not None
     assert early.status["step"] == "Draining"
     assert early.status["progress"] == "30s of the retention window left"
-    late = plan_migration(s, "DLedger", draining(), None, MigrationFacts(now=1061, lag=9))
+    late = plan_migration(s, "DLedger", draining(), None,
+                          MigrationFacts(now=1061, lag=9, metadata_behind=()))
     assert late is not None and late.status is not None and late.status["step"] == "Stopping"
+
+
+@pytest.mark.parametrize(("policy", "lag", "behind", "now", "step_after", "progress"), [
+    ({}, 0, None, 1010.0, "Draining",
+     "drained; comparing the replicas' topics and subscription groups with the leader's"),
+    ({}, 0, ("g-2",), 1010.0, "Draining",
+     "drained; waiting for g-2 to copy the leader's topics and subscription groups"),
+    ({}, 0, (), 1010.0, "Stopping", "stopping pods"),
+    ({}, 3, (), 1010.0, "Draining", "3 message(s) left to consume"),
+    ({"drainPolicy": "RetentionWindow", "retentionWindowSeconds": 5}, 9, ("g-1", "g-2"),
+     1010.0, "Draining",
+     "drained; waiting for g-1, g-2 to copy the leader's topics and subscription groups"),
+    ({"drainPolicy": "RetentionWindow", "retentionWindowSeconds": 5}, 9, (), 1010.0,
+     "Stopping", "stopping pods"),
+    ({}, 0, ("g-1",), 1000.0 + 3601, "Failed",
+     "consumers did not drain within 3600s (drained; waiting for g-1 to copy the leader's"
+     " topics and subscription groups)"),
+])
+def test_stopping_waits_until_every_replica_holds_the_leaders_topics_and_groups(
+        policy: dict[str, Any], lag: int, behind: tuple[str, ...] | None, now: float,
+        step_after: str, progress: str) -> None:
+    """The store clear keeps each pod's own topics.json, and any replica may be elected
+    master in controller mode: a follower without the leader's newest topic loses it."""
+    facts = MigrationFacts(now=now, lag=lag, pods=3, metadata_behind=behind)
+    step = plan_migration(spec(**policy), "DLedger", draining(), None, facts)
+    assert step is not None and step.status is not None
+    assert (step.status["step"], step.status["progress"]) == (step_after, progress)
 
 
 @pytest.mark.parametrize(("mode", "annotation"), [("Controller", "abort"), ("DLedger", None)])
@@ -168,7 +196,7 @@ def test_every_step_resumes_from_its_record() -> None:
     """An operator restarted at any step plans from status alone: same input, same step."""
     for recorded in (draining(), draining(step="Stopping"), draining(step="Restarting")):
         facts = MigrationFacts(now=1300, lag=0, pods=0, registered=3, master="g-1",
-                               sync_state_set=3)
+                               sync_state_set=3, metadata_behind=())
         first = plan_migration(spec(), "DLedger", recorded, None, facts)
         second = plan_migration(spec(), "DLedger", recorded, None, facts)
         assert first == second

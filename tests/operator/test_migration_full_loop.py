@@ -5,23 +5,26 @@ migrated to controller mode by changing ``spec.mode``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mqcluster.admin import ops
 from mqcluster.client.admin import AdminClient
 from mqcluster.client.consumer import PullConsumer
 from mqcluster.client.message import Message
 from mqcluster.client.producer import Producer
 from mqcluster.client.route import NoRouteError
 from mqcluster_operator.election_probes import ProbeTarget, default_probe
+from mqcluster_operator.epochs import ReplicaEpochs
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.migration_driver import AdminDriver
 
-from .kopf_harness import Harness, running_operator
+from .kopf_harness import Cluster, FakeClusters, Harness, emulated_cluster, running_operator
 from .kubelet import LocalKubelet
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -42,11 +45,32 @@ class ResolvingDriver:
     async def lag(self, broker: str) -> int | None:
         return await self.inner.lag(self.kubelet.resolve(broker))
 
+    async def metadata_behind(self, leader: str, followers: Sequence[str]) -> list[str] | None:
+        resolved = {self.kubelet.resolve(f): f for f in followers}
+        behind = await self.inner.metadata_behind(self.kubelet.resolve(leader), list(resolved))
+        return None if behind is None else [resolved[b] for b in behind]
+
+    async def epochs(self, brokers: Sequence[str]) -> dict[str, ReplicaEpochs]:
+        resolved = {self.kubelet.resolve(b): b for b in brokers}
+        answers = await self.inner.epochs(list(resolved))
+        return {resolved[a]: e for a, e in answers.items()}
+
+    async def retire(self, controllers: Sequence[str], namesrvs: Sequence[str], cluster: str,
+                     broker_name: str, broker_ids: Sequence[int],
+                     addresses: Sequence[str]) -> None:
+        await self.inner.retire([self.kubelet.resolve(c) for c in controllers],
+                                [self.kubelet.resolve(n) for n in namesrvs], cluster,
+                                broker_name, broker_ids,
+                                [self.kubelet.resolve(a) for a in addresses])
+
 
 @dataclass
 class Loop:
     h: Harness
     kubelet: LocalKubelet
+    cluster: Cluster
+    driver: ResolvingDriver
+    operator: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     def status(self) -> dict[str, Any]:
         return (self.h.obj(BG, "bg", NS) or {}).get("status") or {}
@@ -65,46 +89,64 @@ class Loop:
     def master_addr(self) -> str:
         return self.kubelet.resolve(str(self.status()["masterAddress"]))
 
-
-@pytest.fixture
-async def loop(tmp_path: Path) -> AsyncIterator[Loop]:
-    holder: dict[str, LocalKubelet] = {}
-
-    def probes(target: ProbeTarget) -> Any:
-        k = holder["kubelet"]
+    def probes(self, target: ProbeTarget) -> Any:
+        k = self.kubelet
         return default_probe(ProbeTarget(
             tuple(k.resolve(a) for a in target.controller_addrs),
             tuple((k.resolve(a), k.resolve(u)) for a, u in target.health)))
 
-    driver = ResolvingDriver(None, AdminDriver())  # type: ignore[arg-type]
-    async with running_operator(probe_factory=probes, migration_driver=driver) as h:
-        kubelet = LocalKubelet(h.api, h.emulator, NS, tmp_path)
-        holder["kubelet"] = driver.kubelet = kubelet
+    async def start_operator(self) -> None:
+        await self.operator.enter_async_context(running_operator(
+            probe_factory=self.probes, migration_driver=self.driver, cluster=self.cluster))
+
+    async def restart_operator(self) -> None:
+        """Stops the operator (its memory goes with it) and starts a new one; the
+        emulator and the pods' processes go on."""
+        await self.operator.aclose()
+        self.operator = contextlib.AsyncExitStack()
+        await self.start_operator()
+
+
+@pytest.fixture
+async def loop(tmp_path: Path) -> AsyncIterator[Loop]:
+    async with running_loop(tmp_path) as the_loop:
+        yield the_loop
+
+
+@contextlib.asynccontextmanager
+async def running_loop(tmp_path: Path) -> AsyncIterator[Loop]:
+    """The operator and the local kubelet on one emulator (the operator restartable)."""
+    async with emulated_cluster() as cluster:
+        kubelet = LocalKubelet(cluster.api, cluster.emulator, NS, tmp_path)
+        harness = Harness(cluster.emulator, cluster.api, FakeClusters())
+        the_loop = Loop(harness, kubelet, cluster, ResolvingDriver(kubelet, AdminDriver()))
+        await the_loop.start_operator()
         await kubelet.start()
         try:
-            yield Loop(h, kubelet)
+            yield the_loop
         except BaseException:
             for pod in sorted(kubelet.running):
                 print(f"--- {pod}\n{kubelet.running[pod].proc.log_tail(15)}")
             raise
         finally:
+            await the_loop.operator.aclose()
             await kubelet.close()
 
 
-async def send(namesrv: str, bodies: list[str]) -> None:
+async def send(namesrv: str, bodies: list[str], topic: str = TOPIC) -> None:
     """Sends each body once (no retries); waits for the topic's route to reach the name
     server first (brokers register new topics asynchronously)."""
     async with Producer(namesrv_addr=namesrv, retries=0) as producer:
         async with asyncio.timeout(30):
             while True:
                 try:
-                    await producer.routes.route(TOPIC, for_write=True)
+                    await producer.routes.route(topic, for_write=True)
                     break
                 except NoRouteError:
-                    producer.routes.invalidate(TOPIC)
+                    producer.routes.invalidate(topic)
                     await asyncio.sleep(0.2)
         for body in bodies:
-            await producer.send(Message(TOPIC, body.encode()))
+            await producer.send(Message(topic, body.encode()))
 
 
 async def consume(namesrv: str, want: int) -> int:
@@ -118,7 +160,7 @@ async def consume(namesrv: str, want: int) -> int:
     return got
 
 
-async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(loop: Loop) -> None:
+async def dledger_group_with_a_topic(loop: Loop) -> None:
     h = loop.h
     await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
                         "metadata": {"name": "mqc", "namespace": NS},
@@ -133,6 +175,11 @@ async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(lo
     async with AdminClient(broker_addr=leader) as admin:
         await admin.create_topic(TOPIC, 4, broker_addr=leader)
         await admin.create_subscription_group(GROUP, broker_addr=leader)
+
+
+async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(loop: Loop) -> None:
+    h = loop.h
+    await dledger_group_with_a_topic(loop)
     await send(loop.namesrv, [f"m{i}" for i in range(30)])
     first = await consume(loop.namesrv, 10)
     assert 10 <= first <= 30
@@ -153,12 +200,56 @@ async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(lo
     assert status["appliedMode"] == "Controller"
     migrating = next(c for c in status["conditions"] if c["type"] == "Migrating")
     assert (migrating["status"], migrating["reason"]) == ("False", "Completed")
-    assert len(status["syncStateSet"]) == 3
-    messages = [e["message"] for e in h.events("Migration", NS)]
+    # The event follows the status write that the test has just seen.
+    messages = await h.eventually(lambda: [e["message"] for e in h.events("Migration", NS)
+                                           if "migration completed" in e["message"]]
+                                  and [e["message"] for e in h.events("Migration", NS)],
+                                  what="the completion event")
     assert any("started: writes off" in m for m in messages)
-    assert any("migration completed" in m for m in messages)
+    await assert_migrated_keeping_the_topic(loop)
+
+
+async def assert_migrated_keeping_the_topic(loop: Loop) -> None:
+    status = loop.status()
+    assert status["appliedMode"] == "Controller"
+    assert len(status["syncStateSet"]) == 3
     master = loop.master_addr()
     async with AdminClient(broker_addr=master) as admin:
         assert (await admin.topic_configs(master))[TOPIC].writeQueueNums == 4
+    # Every replica kept them: whichever one the controller elects next serves the topic.
+    for pod in ("bg-0", "bg-1", "bg-2"):
+        tables = await ops.metadata_tables(f"{loop.kubelet.ip_of(pod)}:10911")
+        assert TOPIC in tables["topics"] and GROUP in tables["groups"], pod
     await send(loop.namesrv, [f"after{i}" for i in range(10)])
     assert await consume(loop.namesrv, 10) == 10
+
+
+async def test_an_operator_restarted_while_draining_and_while_restarting_resumes(
+        loop: Loop) -> None:
+    h = loop.h
+    await dledger_group_with_a_topic(loop)
+    await send(loop.namesrv, [f"m{i}" for i in range(20)])
+    first = await consume(loop.namesrv, 1)
+    await send(loop.namesrv, [f"n{i}" for i in range(10)])  # lag stays above 0 until consumed
+
+    await h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+                      {"spec": {"mode": "Controller"}})
+    await h.eventually(lambda: "left to consume" in (loop.status().get("migration") or {})
+                       .get("progress", ""), what="drain progress")
+    started = loop.status()["migration"]
+    await loop.restart_operator()
+    assert loop.step() == "Draining"
+    assert await consume(loop.namesrv, 30 - first) == 30 - first
+    await h.eventually(lambda: loop.step() in ("Stopping", "Restarting"), timeout=60,
+                       what="Stopping or Restarting")
+    await loop.restart_operator()
+    await h.eventually(lambda: loop.step() == "Done", timeout=120, what=loop.describe)
+
+    assert loop.status()["migration"]["id"] == started["id"]  # the same migration, resumed
+    messages = await h.eventually(lambda: [e["message"] for e in h.events("Migration", NS)
+                                           if "migration completed" in e["message"]]
+                                  and [e["message"] for e in h.events("Migration", NS)],
+                                  what="the completion event")
+    assert sum("started: writes off" in m for m in messages) == 1
+    assert sum("migration completed" in m for m in messages) == 1
+    await assert_migrated_keeping_the_topic(loop)

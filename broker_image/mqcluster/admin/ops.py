@@ -175,6 +175,15 @@ async def broker_lag(broker_addr: str) -> int:
     return total
 
 
+async def metadata_tables(broker_addr: str) -> dict[str, dict[str, Any]]:
+    """The broker's topic and subscription-group tables (what a slave copies from its
+    master), keyed ``topics`` and ``groups``."""
+    topics, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_TOPIC_CONFIG)
+    groups, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    return {"topics": dict(_body(topics[0][1]).get("topicConfigTable") or {}),
+            "groups": dict(_body(groups[0][1]).get("subscriptionGroupTable") or {})}
+
+
 async def write_perm(namesrv: str, broker_name: str, add: bool) -> Report:
     code = NamesrvCode.ADD_WRITE_PERM_OF_BROKER if add else NamesrvCode.WIPE_WRITE_PERM_OF_BROKER
     ok, errors = await _per_broker(_addrs(namesrv, "name server"), code,
