@@ -15,8 +15,8 @@ concurrent callers share appends and fsyncs.
 
 Departures from the plain Ready order, all safe (Raft thesis 10.2.1): a leader
 sends its AppendRequests before its own fsync; it writes its new entries and
-fsyncs them a few milliseconds later, one fsync for all it wrote meanwhile
-(``RunnerOptions.leader_sync_behind``), so its followers' acks commit without
+fsyncs them a few milliseconds later in the I/O thread, one fsync for all it
+wrote meanwhile (``RunnerOptions.leader_sync_behind``), so its followers' acks commit without
 waiting for its disk; it counts itself towards a commit only once that fsync is
 done (``RaftNode.entries_persisted``). Committed entries are applied as soon as the
 core reports them committed, not after the next fsync (they are durable on a
@@ -335,6 +335,7 @@ class RaftRunner:
         self._sync_term = 0
         self._sync_timer: asyncio.TimerHandle | None = None  # the leader's deferred fsync
         self._sync_due = False  # its time has come: the driver does it next
+        self._syncing: asyncio.Future[None] | None = None  # that fsync, in the I/O thread
         self.stats = RunnerStats()
         self._stop_task: asyncio.Task[None] | None = None
 
@@ -397,6 +398,9 @@ class RaftRunner:
             await self._client.close()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
+        if self._syncing is not None:
+            with contextlib.suppress(Exception):
+                await self._syncing
         if self._log is not None:
             with contextlib.suppress(OSError):
                 self._log.sync()  # what a leader wrote since its last fsync
@@ -623,18 +627,40 @@ class RaftRunner:
         self._wake.set()
 
     def _sync_if_due(self) -> None:
-        """In the driver, which owns every change to the log: the deferred fsync, if due."""
-        if not self._sync_due:
+        """In the driver, which owns every change to the log: start the deferred fsync,
+        if due, in the I/O thread (one at a time), so the loop keeps sending, taking
+        acks and applying while the disk works; the entries count as this leader's
+        own copy once it is done."""
+        if not self._sync_due or self._syncing is not None:
             return
         self._sync_due, self._sync_timer = False, None
         assert self._log is not None
         target, term = self._sync_wanted, self._sync_term
+        fd = self._log.begin_sync()
+        if fd is None:  # a segment change or a later Ready fsync'd them already
+            self.node.entries_persisted(target, term)
+            self._apply_ahead()
+            return
         t0 = time.perf_counter()
-        self._log.sync()
+        loop = asyncio.get_running_loop()
+        done = loop.run_in_executor(self._io, self._log.sync_descriptor, fd)
+        self._syncing = done
+        done.add_done_callback(lambda f: self._synced(f, target, term, t0))
+
+    def _synced(self, done: asyncio.Future[None], target: int, term: int, t0: float) -> None:
+        self._syncing = None
+        if self._stopping or done.cancelled():
+            return
+        exc = done.exception()
+        if exc is not None:
+            assert isinstance(exc, Exception)
+            self._crash("raft log fsync", exc)
+            return
         self.stats.persists += 1
         self.stats.persist_seconds += time.perf_counter() - t0
         self.node.entries_persisted(target, term)
         self._apply_ahead()
+        self._wake.set()  # the driver: new Readies, and the next fsync if one is due
 
     def _persist(self, rd: Ready, records: bytes | None) -> None:
         """On the loop or in the I/O thread: everything here must be durable before sending."""
