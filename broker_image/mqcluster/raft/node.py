@@ -73,7 +73,7 @@ from mqcluster.raft.types import (
     Snapshot,
     SnapshotMeta,
 )
-from mqcluster.wire.frame import RemotingCommand, encode_frame
+from mqcluster.wire.frame import RemotingCommand, encode_frame_parts
 from mqcluster.wire.rpc import (
     Connection,
     HandlerRegistry,
@@ -202,6 +202,13 @@ class _Proposal:
     results: list[Any] = field(default_factory=list)
 
 
+def _frames(msgs: list[Message], cache: EntriesBodyCache) -> bytes:
+    parts: list[bytes] = []
+    for m in msgs:
+        parts += encode_frame_parts(encode_message(m, cache))
+    return b"".join(parts)
+
+
 class _PeerSender:
     """Ordered one-way delivery to one peer; drops what it cannot deliver (Raft retries).
 
@@ -227,7 +234,7 @@ class _PeerSender:
             if conn.writer.transport.get_write_buffer_size() > _MAX_UNSENT_BYTES:
                 return  # a stalled peer: drop, as on a lost connection (Raft re-sends)
             cache = self.cache
-            conn.writer.write(b"".join([encode_frame(encode_message(m, cache)) for m in msgs]))
+            conn.writer.write(_frames(msgs, cache))
             return
         self.conn = None
         self.pending.extend(msgs)
@@ -249,7 +256,7 @@ class _PeerSender:
                 continue
             batch, self.pending = self.pending, []
             cache = self.cache
-            data = b"".join([encode_frame(encode_message(m, cache)) for m in batch])
+            data = _frames(batch, cache)
             try:
                 conn.writer.write(data)
                 await conn.writer.drain()
