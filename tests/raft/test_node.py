@@ -379,3 +379,24 @@ async def test_the_leaders_deferred_fsync_waits_while_the_io_thread_works_on_the
         for nid in list(g.runners):
             await g.stop(nid)
 
+
+
+
+
+@pytest.mark.parametrize("limit", [0.05, 0.0])
+def test_the_cores_clock_leaves_out_time_the_loop_could_not_run(
+    tmp_path: Path, limit: float
+) -> None:
+    """After a gap in its ticks (the process descheduled or its loop blocked) a member
+    counts at most ``max_clock_gap`` of it: it could not hear its leader meanwhile."""
+    real = [100.0]
+    runner = RaftRunner("n0", {"n0": free_addr("127.0.0.1")}, tmp_path, ListMachine(),
+                        options=RunnerOptions(max_clock_gap=limit), clock=lambda: real[0])
+    seen = []
+    for t in (100.01, 100.02, 101.02, 101.03):
+        real[0] = t
+        seen.append(runner.core_time())
+    if limit:
+        assert seen == pytest.approx([100.01, 100.02, 100.07, 100.08])
+    else:
+        assert seen == [100.01, 100.02, 101.02, 101.03]

@@ -177,7 +177,10 @@ class DLedgerReplication:
                        max_transfer_gap=cfg.dLegerPreferredLeaderGap),
             # Persist in the I/O thread: the replicas of a group often share a disk, and
             # an fsync on the loop's thread would hold up applying and serving meanwhile.
-            options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0))
+            # A replica starved of CPU (replicas and clients often share a few cores)
+            # must not take its own pause for the leader's silence.
+            options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0,
+                                  max_clock_gap=0.05))
         self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
         self.runner.on_role_change.append(self._role_changed)
         registry.register(DLEDGER_STATUS, self._status)

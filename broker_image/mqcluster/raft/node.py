@@ -158,6 +158,12 @@ class RunnerOptions:
     # waiting for the leader's disk (see ``RaftRunner._sync_later``).
     leader_sync_behind: bool = True
     leader_sync_delay: float = 0.005
+    # The core's timers count at most this much of any gap in which the member's
+    # loop did not run (its ticks come every ``tick_interval`` otherwise): a member
+    # that was descheduled or blocked could not hear its leader meanwhile, so that
+    # time is not the leader's silence. A leader that was stopped finds out from the
+    # others' bigger term. 0 = real time throughout.
+    max_clock_gap: float = 0.0
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -345,6 +351,8 @@ class RaftRunner:
         self._syncing: asyncio.Future[None] | None = None  # that fsync, in the I/O thread
         self.stats = RunnerStats()
         self._stop_task: asyncio.Task[None] | None = None
+        self._last_real = clock()
+        self._stalled = 0.0  # real seconds left out of the core's clock (max_clock_gap)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -364,7 +372,7 @@ class RaftRunner:
             snapshot=state.snapshot,
             entries=state.entries,
             rng=self._rng,
-            now=self._clock(),
+            now=self.core_time(),
         )
         log.info(
             "%s: starting, term %d, log %d..%d, snapshot at %d",
@@ -492,15 +500,26 @@ class RaftRunner:
             )
 
     def transfer_leadership(self, target: str) -> None:
-        self.node.transfer_leadership(target, self._clock())
+        self.node.transfer_leadership(target, self.core_time())
         self._wake.set()
+
+    def core_time(self) -> float:
+        """The core's clock: real time, less what ``max_clock_gap`` leaves out."""
+        real = self._clock()
+        limit = self.options.max_clock_gap
+        if limit > 0:
+            gap = real - self._last_real
+            if gap > limit:
+                self._stalled += gap - limit
+            self._last_real = real
+        return real - self._stalled
 
     # ------------------------------------------------------------------ inbound
 
     def _on_message(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         msg = decode_message(cmd, self._bodies)
         if self._node is not None and not self._stopping:
-            self._node.step(msg, self._clock())
+            self._node.step(msg, self.core_time())
             if self._push_early:
                 self._send(self._node.take_leader_pushes())
             self._apply_ahead()
@@ -513,7 +532,7 @@ class RaftRunner:
         while True:
             await asyncio.sleep(interval)
             try:
-                node.tick(self._clock())
+                node.tick(self.core_time())
             except Exception as exc:
                 self._crash("raft tick", exc)
                 return
