@@ -33,6 +33,24 @@ def cpu_note(names: list[str], per_msg: list[float]) -> str:
     return f"CPU us/msg: {parts}; group {sum(per_msg[:-1]) * 1e6:.0f}"
 
 
+def cpu_bound_limit(per_msg: list[float]) -> float:
+    """Messages/s with every core busy at the measured CPU per message, and no process
+    past one core (a Python process runs on one event loop, under one GIL)."""
+    cpus = os.cpu_count() or 1
+    return min(cpus / sum(per_msg), 1 / max(per_msg))
+
+
+def cpu_bound_ratio_row(group: list[float], plain: list[float]) -> Row:
+    """The two CPU-bound limits side by side: what the group reaches beside the
+    unreplicated broker on a machine busy with nothing else, from the CPU per message
+    both measured (every process, the client included). Unlike the rates, it does not
+    move with what else the shared cores run during each phase."""
+    return Row(NAME, "  same, both CPU-bound (DLedger / unreplicated limit)",
+               cpu_bound_limit(group), "msgs/s", "", cpu_bound_limit(plain),
+               note=f"{sum(group) * 1e6:.0f} vs {sum(plain) * 1e6:.0f} CPU us per message, "
+                    f"busiest process {max(group) * 1e6:.0f} vs {max(plain) * 1e6:.0f}")
+
+
 async def _run(root: Path) -> list[Row]:
     rows: list[Row] = []
     (root / "single").mkdir()
@@ -76,6 +94,7 @@ async def _run(root: Path) -> list[Row]:
                         ">= 0.5 x unreplicated", plain, note=f"p99 ack {p99:.1f} ms; "
                         + cpu_note(["leader", "follower", "follower", "client"], per_msg)))
         rows.append(ha.cpu_limit_row(NAME, "DLedger group of 3", plain, per_msg))
+        rows.append(cpu_bound_ratio_row(per_msg, plain_cpu))
         n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
         n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
         if n_kills or n_hangs:

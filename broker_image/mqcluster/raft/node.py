@@ -87,6 +87,7 @@ log = logging.getLogger(__name__)
 
 _LEADER_PUSH = (AppendRequest, HeartbeatRequest)
 _MAX_UNSENT_BYTES = 64 * 1024 * 1024  # per peer, in the transport's buffer
+_JOIN_BELOW = 16 * 1024  # frame bodies at least this big are written on their own
 
 
 class StateMachine(Protocol):
@@ -208,11 +209,24 @@ class _Proposal:
     results: list[Any] = field(default_factory=list)
 
 
-def _frames(msgs: list[Message], cache: EntriesBodyCache) -> bytes:
+def _frames(msgs: list[Message], cache: EntriesBodyCache) -> list[bytes]:
+    """The frames of ``msgs`` as few buffers: small parts joined, a large body (the
+    records of a push, the same object for every follower) left as it is, so the
+    transport can send it without a copy."""
+    out: list[bytes] = []
     parts: list[bytes] = []
     for m in msgs:
-        parts += encode_frame_parts(encode_message(m, cache))
-    return b"".join(parts)
+        head, body = encode_frame_parts(encode_message(m, cache))
+        parts.append(head)
+        if len(body) < _JOIN_BELOW:
+            parts.append(body)
+            continue
+        out.append(b"".join(parts))
+        out.append(body)
+        parts = []
+    if parts:
+        out.append(b"".join(parts))
+    return out
 
 
 class _PeerSender:
@@ -239,8 +253,9 @@ class _PeerSender:
         if conn is not None and not self.pending and not conn.closed:
             if conn.writer.transport.get_write_buffer_size() > _MAX_UNSENT_BYTES:
                 return  # a stalled peer: drop, as on a lost connection (Raft re-sends)
-            cache = self.cache
-            conn.writer.write(_frames(msgs, cache))
+            write = conn.writer.write
+            for data in _frames(msgs, self.cache):
+                write(data)
             return
         self.conn = None
         self.pending.extend(msgs)
@@ -262,7 +277,7 @@ class _PeerSender:
                 continue
             batch, self.pending = self.pending, []
             cache = self.cache
-            data = _frames(batch, cache)
+            data = b"".join(_frames(batch, cache))
             try:
                 conn.writer.write(data)
                 await conn.writer.drain()
