@@ -16,11 +16,11 @@ concurrent callers share appends and fsyncs.
 Departures from the plain Ready order, all safe (Raft thesis 10.2.1): a leader
 sends its AppendRequests before its own fsync; it writes its new entries and
 fsyncs them a few milliseconds later in the I/O thread, one fsync for all it
-wrote meanwhile (``RunnerOptions.leader_sync_behind``), so its followers' acks commit without
-waiting for its disk; it counts itself towards a commit only once that fsync is
-done (``RaftNode.entries_persisted``). Committed entries are applied as soon as the
-core reports them committed, not after the next fsync (they are durable on a
-majority; the state machine is rebuilt from disk after a crash).
+wrote meanwhile (``RunnerOptions.leader_sync_behind``), so its followers' acks
+commit without waiting for its disk; it counts itself towards a commit only once
+that fsync is done (``RaftNode.entries_persisted``). Committed entries are applied
+as soon as the core reports them committed, not after the next fsync (they are
+durable on a majority; the state machine is rebuilt from disk after a crash).
 
 Embedding (e.g. the controller), sharing the process's registry and server::
 
