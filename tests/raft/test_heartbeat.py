@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from mqcluster.raft.heartbeat import HeartbeatTally, HeartbeatVerdict
 from mqcluster.raft.types import (
+    AppendRequest,
+    AppendResponse,
+    AppendResponseCode,
     HeartbeatRequest,
     HeartbeatResponse,
     HeartbeatResponseCode,
@@ -171,3 +174,29 @@ def test_leader_resends_heartbeat_at_once_when_followers_are_not_ready() -> None
         )  # fmt: skip
     leader.tick(CONFIG.heartbeat_interval + 0.01)
     assert len(only(sent(leader), HeartbeatRequest)) == 2
+
+
+def test_leader_answered_only_through_appends_keeps_leading() -> None:
+    """Heartbeat answers late behind a stream of appends are not silence: the append
+    answers of a majority keep the leader in place."""
+    nodes = {n: new_node(n) for n in "abc"}
+    elect(nodes, "a")
+    leader = nodes["a"]
+    now = 0.0
+    while now < 5 * LEAK:
+        now += 0.01
+        leader.tick(now)
+        for msg in sent(leader):
+            if isinstance(msg, AppendRequest) and msg.dst == "b":
+                leader.step(AppendResponse(src="b", dst="a", term=leader.term,
+                                           code=AppendResponseCode.SUCCESS,
+                                           prev_index=msg.prev_index,
+                                           match_index=leader.last_index,
+                                           last_index=leader.last_index, seq=msg.seq), now)
+        leader.propose_batch([b"x"])  # each tick's entry is pushed and answered
+    assert leader.role == Role.LEADER
+    while leader.role == Role.LEADER and now < 10 * LEAK:
+        now += 0.01
+        leader.tick(now)
+        sent(leader)  # and now nothing arrives
+    assert leader.role == Role.CANDIDATE

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
 import threading
 import time
@@ -327,10 +328,11 @@ async def test_failed_fsync_behind_the_leaders_writes_stops_it(group: Group) -> 
     leader = await group.leader()
     assert leader._log is not None and leader.options.leader_sync_behind
 
-    def failing_sync() -> None:
+    def failing_sync(fd: int) -> None:
+        os.close(fd)
         raise OSError(5, "Input/output error")
 
-    leader._log.sync = failing_sync  # type: ignore[method-assign]
+    leader._log.sync_descriptor = failing_sync  # type: ignore[method-assign]
     # The followers' acks may commit the entry before the fsync fails, or not.
     with contextlib.suppress(ProposalError):
         await leader.propose(b"x")
@@ -344,7 +346,7 @@ async def test_the_leaders_deferred_fsync_waits_while_the_io_thread_works_on_the
     tmp_path: Path,
 ) -> None:
     """A snapshot saved in the I/O thread may drop every segment and close the tail file:
-    the leader's deferred fsync must not run on the loop at the same time."""
+    the leader's deferred fsync must not run at the same time."""
     g = Group(tmp_path, RunnerOptions(snapshot_every=10, leader_sync_delay=0.02))
     for nid in g.peers:
         await g.start(nid)
@@ -354,7 +356,7 @@ async def test_the_leaders_deferred_fsync_waits_while_the_io_thread_works_on_the
         assert store is not None
         saving = threading.Event()
         during_save: list[bool] = []
-        real_save, real_sync = store.save_snapshot, store.sync
+        real_save, real_sync = store.save_snapshot, store.sync_descriptor
 
         def slow_save(snap: Snapshot) -> None:
             saving.set()
@@ -362,12 +364,12 @@ async def test_the_leaders_deferred_fsync_waits_while_the_io_thread_works_on_the
             real_save(snap)
             saving.clear()
 
-        def watched_sync() -> None:
+        def watched_sync(fd: int) -> None:
             during_save.append(saving.is_set())
-            real_sync()
+            real_sync(fd)
 
         store.save_snapshot = slow_save  # type: ignore[method-assign]
-        store.sync = watched_sync  # type: ignore[method-assign]
+        store.sync_descriptor = watched_sync  # type: ignore[method-assign]
         for i in range(40):
             await leader.propose(f"v{i}".encode())
         assert leader.status().snapshot_index >= 10
@@ -377,3 +379,24 @@ async def test_the_leaders_deferred_fsync_waits_while_the_io_thread_works_on_the
         for nid in list(g.runners):
             await g.stop(nid)
 
+
+
+
+
+@pytest.mark.parametrize("limit", [0.05, 0.0])
+def test_the_cores_clock_leaves_out_time_the_loop_could_not_run(
+    tmp_path: Path, limit: float
+) -> None:
+    """After a gap in its ticks (the process descheduled or its loop blocked) a member
+    counts at most ``max_clock_gap`` of it: it could not hear its leader meanwhile."""
+    real = [100.0]
+    runner = RaftRunner("n0", {"n0": free_addr("127.0.0.1")}, tmp_path, ListMachine(),
+                        options=RunnerOptions(max_clock_gap=limit), clock=lambda: real[0])
+    seen = []
+    for t in (100.01, 100.02, 101.02, 101.03):
+        real[0] = t
+        seen.append(runner.core_time())
+    if limit:
+        assert seen == pytest.approx([100.01, 100.02, 100.07, 100.08])
+    else:
+        assert seen == [100.01, 100.02, 101.02, 101.03]

@@ -11,6 +11,7 @@ import pytest
 from mqcluster.raft.diskformat import CorruptFileError, encode_records
 from mqcluster.raft.storage import CorruptLogError, RaftLog, encode_record
 from mqcluster.raft.types import Entry, EntryType, HardState, Membership, Snapshot, SnapshotMeta
+from tests.raft.helpers import entries_with_terms
 
 
 def entries(lo: int, hi: int, term: int = 1, size: int = 8) -> list[Entry]:
@@ -429,3 +430,17 @@ def test_empty_tail_segment_left_by_a_crash_is_removed(tmp_path: Path) -> None:
         log.append(entries(4, 5))
     with RaftLog(tmp_path) as log:
         assert log.entries(1) == entries(1, 5)
+
+
+def test_begin_sync_hands_out_a_descriptor_only_for_unsynced_writes(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    assert log.begin_sync() is None
+    log.append(entries_with_terms(1, 1), sync=False)
+    fd = log.begin_sync()
+    assert fd is not None
+    log.append(entries_with_terms(1, 1, 1)[2:], sync=False)  # after the hand-out
+    log.close()  # the tail's own descriptor may go meanwhile
+    RaftLog.sync_descriptor(fd)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed by sync_descriptor
+    assert [e.index for e in RaftLog(tmp_path).load().entries] == [1, 2, 3]

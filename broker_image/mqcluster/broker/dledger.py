@@ -92,16 +92,27 @@ def last_applied(commitlog_dir: Path, segment_size: int) -> Position | None:
     return last
 
 
-def _with_position(props: bytes, index: int, pos: int) -> bytes:
-    """The stored properties string with ``DLEDGER_INDEX`` appended."""
-    sep = b"" if not props or props.endswith(b"\x02") else b"\x02"
-    return b"%s%s%s\x01%d.%d\x02" % (props, sep, PROPERTY_DLEDGER_INDEX.encode(), index, pos)
+def _with_positions(props: list[bytes], index: int, start: int) -> list[bytes]:
+    """The stored properties strings with ``DLEDGER_INDEX`` appended, message ``start``
+    of entry ``index`` first."""
+    mark = b"%s\x01%d." % (PROPERTY_DLEDGER_INDEX.encode(), index)
+    return [b"%s%s%s%d\x02" % (p, b"" if not p or p[-1] == 2 else b"\x02", mark, i)
+            for i, p in enumerate(props, start)]
 
 
 class DLedgerStateMachine:
     def __init__(self, store: MessageStore, resume_after: Position | None) -> None:
         self.store = store
         self.resume_after = resume_after
+        # A leader's own proposals as it built them, by the identity of their data
+        # (the entry carries the very same bytes object): applied without decoding.
+        self._proposed: dict[int, tuple[bytes, RawEntry]] = {}
+
+    def expect(self, data: bytes, decoded: RawEntry) -> None:
+        self._proposed[id(data)] = (data, decoded)
+
+    def forget(self, data: bytes) -> None:
+        self._proposed.pop(id(data), None)
 
     def _first_unapplied(self, index: int) -> int | None:
         """Position of the entry's first message not yet in the store (None: none is)."""
@@ -116,7 +127,8 @@ class DLedgerStateMachine:
         return start
 
     def apply(self, entry: Entry) -> list[PutResult] | BatchPutResult:
-        decoded = decode_entry(entry.data)
+        own = self._proposed.pop(id(entry.data), None)
+        decoded = own[1] if own is not None and own[0] is entry.data else decode_entry(entry.data)
         start = self._first_unapplied(entry.index)
         if isinstance(decoded, RawEntry):
             return self._apply_batch(entry.index, decoded, start)
@@ -134,8 +146,7 @@ class DLedgerStateMachine:
         b = entry.batch
         if start is None or start >= len(b.bodies):
             return BatchPutResult(PutStatus.PUT_OK)
-        props = [_with_position(p, index, i)
-                 for i, p in enumerate(b.properties[start:], start)]
+        props = _with_positions(b.properties[start:], index, start)
         tail = RawBatch(b.topic, b.queue_id, b.born_host, b.born_timestamp, b.bodies[start:],
                         props, b.tags_codes[start:], b.flags[start:], b.sys_flag,
                         b.reconsume_times)
@@ -175,7 +186,10 @@ class DLedgerReplication:
                        max_transfer_gap=cfg.dLegerPreferredLeaderGap),
             # Persist in the I/O thread: the replicas of a group often share a disk, and
             # an fsync on the loop's thread would hold up applying and serving meanwhile.
-            options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0))
+            # A replica starved of CPU (replicas and clients often share a few cores)
+            # must not take its own pause for the leader's silence.
+            options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0,
+                                  max_clock_gap=0.05))
         self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
         self.runner.on_role_change.append(self._role_changed)
         registry.register(DLEDGER_STATUS, self._status)
@@ -223,7 +237,10 @@ class DLedgerReplication:
                                  store_cfg.maxPropertiesSize, store_cfg.mappedFileSizeCommitLog)
         if problem is not None:  # refused before it enters the log
             return BatchPutResult(problem[0], remark=problem[1])
-        data = encode_raw_batch(batch, int(wall_time() * 1000), self.ctx.addresses.broker)
+        now_ms, host = int(wall_time() * 1000), self.ctx.addresses.broker
+        data = encode_raw_batch(batch, now_ms, host)
+        sm = self.state_machine
+        sm.expect(data, RawEntry(now_ms, host, batch))
         try:
             result = await self.runner.propose(data)
         except RaftNotLeaderError as exc:
@@ -231,6 +248,8 @@ class DLedgerReplication:
                                   remark=f"not the DLedger leader (leader: {exc.leader_id})")
         except ProposalError as exc:
             return BatchPutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
+        finally:
+            sm.forget(data)
         assert isinstance(result, BatchPutResult)
         return result
 

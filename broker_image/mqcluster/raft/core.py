@@ -40,7 +40,7 @@ from mqcluster.raft.membership import (
     without_member,
 )
 from mqcluster.raft.progress import Progress, ProgressState
-from mqcluster.raft.quorum import quorum_index
+from mqcluster.raft.quorum import quorum_index, quorum_size
 from mqcluster.raft.raftlog import RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
@@ -693,8 +693,12 @@ class RaftNode:
         cfg = self.config
         tally = self._heartbeat_round.tally
         self._heartbeat_round = None
+        # Any answer in this term shows a follower is with us: under load the
+        # heartbeat answers queue behind appends (and the follower's fsync) while the
+        # append answers keep arriving, which must not count as silence.
+        heard = max(self._last_succ_heartbeat, self._quorum_heard_at())
         verdict = tally.verdict(
-            silent_for=self._now - self._last_succ_heartbeat,
+            silent_for=self._now - heard,
             max_silence=cfg.max_heartbeat_leak * cfg.heartbeat_interval,
         )
         if verdict == HeartbeatVerdict.SUCCEEDED:
@@ -1091,6 +1095,18 @@ class RaftNode:
         self._voters = frozenset(self._membership.voters)
         if self._role == Role.LEADER:
             self._sync_progress()
+
+    def _quorum_heard_at(self) -> float:
+        """The latest time by which a majority of voters (this leader included) had
+        answered in this term."""
+        heard = sorted(
+            (p.last_heard for peer, p in self._progress.items() if peer in self._voters),
+            reverse=True,
+        )
+        need = quorum_size(len(self._voters)) - 1  # the leader counts itself
+        if need <= 0:
+            return self._now
+        return heard[need - 1] if len(heard) >= need else float("-inf")
 
     def _sync_progress(self) -> None:
         members = set(self._membership.voters) | set(self._membership.learners)

@@ -15,12 +15,12 @@ concurrent callers share appends and fsyncs.
 
 Departures from the plain Ready order, all safe (Raft thesis 10.2.1): a leader
 sends its AppendRequests before its own fsync; it writes its new entries and
-fsyncs them a few milliseconds later, one fsync for all it wrote meanwhile
-(``RunnerOptions.leader_sync_behind``), so its followers' acks commit without
-waiting for its disk; it counts itself towards a commit only once that fsync is
-done (``RaftNode.entries_persisted``). Committed entries are applied as soon as the
-core reports them committed, not after the next fsync (they are durable on a
-majority; the state machine is rebuilt from disk after a crash).
+fsyncs them a few milliseconds later in the I/O thread, one fsync for all it
+wrote meanwhile (``RunnerOptions.leader_sync_behind``), so its followers' acks
+commit without waiting for its disk; it counts itself towards a commit only once
+that fsync is done (``RaftNode.entries_persisted``). Committed entries are applied
+as soon as the core reports them committed, not after the next fsync (they are
+durable on a majority; the state machine is rebuilt from disk after a crash).
 
 Embedding (e.g. the controller), sharing the process's registry and server::
 
@@ -73,7 +73,7 @@ from mqcluster.raft.types import (
     Snapshot,
     SnapshotMeta,
 )
-from mqcluster.wire.frame import RemotingCommand, encode_frame
+from mqcluster.wire.frame import RemotingCommand, encode_frame_parts
 from mqcluster.wire.rpc import (
     Connection,
     HandlerRegistry,
@@ -87,6 +87,7 @@ log = logging.getLogger(__name__)
 
 _LEADER_PUSH = (AppendRequest, HeartbeatRequest)
 _MAX_UNSENT_BYTES = 64 * 1024 * 1024  # per peer, in the transport's buffer
+_JOIN_BELOW = 16 * 1024  # frame bodies at least this big are written on their own
 
 
 class StateMachine(Protocol):
@@ -158,6 +159,12 @@ class RunnerOptions:
     # waiting for the leader's disk (see ``RaftRunner._sync_later``).
     leader_sync_behind: bool = True
     leader_sync_delay: float = 0.005
+    # The core's timers count at most this much of any gap in which the member's
+    # loop did not run (its ticks come every ``tick_interval`` otherwise): a member
+    # that was descheduled or blocked could not hear its leader meanwhile, so that
+    # time is not the leader's silence. A leader that was stopped finds out from the
+    # others' bigger term. 0 = real time throughout.
+    max_clock_gap: float = 0.0
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -202,6 +209,26 @@ class _Proposal:
     results: list[Any] = field(default_factory=list)
 
 
+def _frames(msgs: list[Message], cache: EntriesBodyCache) -> list[bytes]:
+    """The frames of ``msgs`` as few buffers: small parts joined, a large body (the
+    records of a push, the same object for every follower) left as it is, so the
+    transport can send it without a copy."""
+    out: list[bytes] = []
+    parts: list[bytes] = []
+    for m in msgs:
+        head, body = encode_frame_parts(encode_message(m, cache))
+        parts.append(head)
+        if len(body) < _JOIN_BELOW:
+            parts.append(body)
+            continue
+        out.append(b"".join(parts))
+        out.append(body)
+        parts = []
+    if parts:
+        out.append(b"".join(parts))
+    return out
+
+
 class _PeerSender:
     """Ordered one-way delivery to one peer; drops what it cannot deliver (Raft retries).
 
@@ -226,8 +253,9 @@ class _PeerSender:
         if conn is not None and not self.pending and not conn.closed:
             if conn.writer.transport.get_write_buffer_size() > _MAX_UNSENT_BYTES:
                 return  # a stalled peer: drop, as on a lost connection (Raft re-sends)
-            cache = self.cache
-            conn.writer.write(b"".join([encode_frame(encode_message(m, cache)) for m in msgs]))
+            write = conn.writer.write
+            for data in _frames(msgs, self.cache):
+                write(data)
             return
         self.conn = None
         self.pending.extend(msgs)
@@ -249,7 +277,7 @@ class _PeerSender:
                 continue
             batch, self.pending = self.pending, []
             cache = self.cache
-            data = b"".join([encode_frame(encode_message(m, cache)) for m in batch])
+            data = b"".join(_frames(batch, cache))
             try:
                 conn.writer.write(data)
                 await conn.writer.drain()
@@ -335,8 +363,11 @@ class RaftRunner:
         self._sync_term = 0
         self._sync_timer: asyncio.TimerHandle | None = None  # the leader's deferred fsync
         self._sync_due = False  # its time has come: the driver does it next
+        self._syncing: asyncio.Future[None] | None = None  # that fsync, in the I/O thread
         self.stats = RunnerStats()
         self._stop_task: asyncio.Task[None] | None = None
+        self._last_real = clock()
+        self._stalled = 0.0  # real seconds left out of the core's clock (max_clock_gap)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -356,7 +387,7 @@ class RaftRunner:
             snapshot=state.snapshot,
             entries=state.entries,
             rng=self._rng,
-            now=self._clock(),
+            now=self.core_time(),
         )
         log.info(
             "%s: starting, term %d, log %d..%d, snapshot at %d",
@@ -397,6 +428,9 @@ class RaftRunner:
             await self._client.close()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
+        if self._syncing is not None:
+            with contextlib.suppress(Exception):
+                await self._syncing
         if self._log is not None:
             with contextlib.suppress(OSError):
                 self._log.sync()  # what a leader wrote since its last fsync
@@ -481,15 +515,26 @@ class RaftRunner:
             )
 
     def transfer_leadership(self, target: str) -> None:
-        self.node.transfer_leadership(target, self._clock())
+        self.node.transfer_leadership(target, self.core_time())
         self._wake.set()
+
+    def core_time(self) -> float:
+        """The core's clock: real time, less what ``max_clock_gap`` leaves out."""
+        real = self._clock()
+        limit = self.options.max_clock_gap
+        if limit > 0:
+            gap = real - self._last_real
+            if gap > limit:
+                self._stalled += gap - limit
+            self._last_real = real
+        return real - self._stalled
 
     # ------------------------------------------------------------------ inbound
 
     def _on_message(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         msg = decode_message(cmd, self._bodies)
         if self._node is not None and not self._stopping:
-            self._node.step(msg, self._clock())
+            self._node.step(msg, self.core_time())
             if self._push_early:
                 self._send(self._node.take_leader_pushes())
             self._apply_ahead()
@@ -502,7 +547,7 @@ class RaftRunner:
         while True:
             await asyncio.sleep(interval)
             try:
-                node.tick(self._clock())
+                node.tick(self.core_time())
             except Exception as exc:
                 self._crash("raft tick", exc)
                 return
@@ -623,18 +668,40 @@ class RaftRunner:
         self._wake.set()
 
     def _sync_if_due(self) -> None:
-        """In the driver, which owns every change to the log: the deferred fsync, if due."""
-        if not self._sync_due:
+        """In the driver, which owns every change to the log: start the deferred fsync,
+        if due, in the I/O thread (one at a time), so the loop keeps sending, taking
+        acks and applying while the disk works; the entries count as this leader's
+        own copy once it is done."""
+        if not self._sync_due or self._syncing is not None:
             return
         self._sync_due, self._sync_timer = False, None
         assert self._log is not None
         target, term = self._sync_wanted, self._sync_term
+        fd = self._log.begin_sync()
+        if fd is None:  # a segment change or a later Ready fsync'd them already
+            self.node.entries_persisted(target, term)
+            self._apply_ahead()
+            return
         t0 = time.perf_counter()
-        self._log.sync()
+        loop = asyncio.get_running_loop()
+        done = loop.run_in_executor(self._io, self._log.sync_descriptor, fd)
+        self._syncing = done
+        done.add_done_callback(lambda f: self._synced(f, target, term, t0))
+
+    def _synced(self, done: asyncio.Future[None], target: int, term: int, t0: float) -> None:
+        self._syncing = None
+        if self._stopping or done.cancelled():
+            return
+        exc = done.exception()
+        if exc is not None:
+            assert isinstance(exc, Exception)
+            self._crash("raft log fsync", exc)
+            return
         self.stats.persists += 1
         self.stats.persist_seconds += time.perf_counter() - t0
         self.node.entries_persisted(target, term)
         self._apply_ahead()
+        self._wake.set()  # the driver: new Readies, and the next fsync if one is due
 
     def _persist(self, rd: Ready, records: bytes | None) -> None:
         """On the loop or in the I/O thread: everything here must be durable before sending."""

@@ -337,6 +337,24 @@ class RaftLog:
             self._unsynced = False
             os.fsync(self._fd)
 
+    def begin_sync(self) -> int | None:
+        """A duplicate of the tail's descriptor whose ``sync_descriptor`` (in any
+        thread) makes everything appended so far durable, or None when all of it
+        is already. Appends may go on meanwhile: they are covered by a later sync,
+        and a segment change or truncation cannot close the duplicate under the fsync."""
+        if not self._unsynced or self._fd is None:
+            return None
+        self._unsynced = False
+        return os.dup(self._fd)
+
+    @staticmethod
+    def sync_descriptor(fd: int) -> None:
+        """The fsync of a ``begin_sync`` descriptor, which it closes."""
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _new_segment(self, first_index: int) -> _Segment:
         self.sync()  # the old tail's entries, before its descriptor goes
         path = self.log_dir / f"{first_index:020d}{_SEG_SUFFIX}"

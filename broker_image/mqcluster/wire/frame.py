@@ -87,6 +87,13 @@ class RemotingCommand:
 
 
 def encode_frame(cmd: RemotingCommand) -> bytes:
+    head, body = encode_frame_parts(cmd)
+    return head + body
+
+
+def encode_frame_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+    """The frame as (lengths and header, body): joining many frames' parts at once
+    copies a large body once instead of twice."""
     header: dict[str, Any] = {
         "code": cmd.code,
         "opaque": cmd.opaque,
@@ -100,7 +107,7 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
         header["extFields"] = cmd.ext_fields
     hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     total = 4 + len(hbytes) + len(cmd.body)
-    return _LEN.pack(total) + _LEN.pack(len(hbytes)) + hbytes + cmd.body
+    return _LEN.pack(total) + _LEN.pack(len(hbytes)) + hbytes, cmd.body
 
 
 def _decode_header(raw: bytes) -> dict[str, Any]:
