@@ -255,3 +255,22 @@ def test_config_change_changes_the_template_hash() -> None:
         return str(meta["annotations"][names.ANNOTATION_CONFIG_HASH])
 
     assert config_hash(base) != config_hash(changed)
+
+
+def test_scaling_keeps_the_template_hash_unless_the_learners_move() -> None:
+    """Scaling adds or drops per-pod files: the pods already running keep their template
+    (no roll), unless an async learner's ordinal changes with it."""
+    base, view = BROKER_CASES["brokergroup-controller"]
+
+    def config_hash(**changes: Any) -> str:
+        spec = BrokerGroupSpec.model_validate({**base, **changes})
+        objs = by_kind(build_brokergroup(owner("BrokerGroup", "h"), spec, view))
+        meta = objs["StatefulSet", "h"]["spec"]["template"]["metadata"]
+        return str(meta["annotations"][names.ANNOTATION_CONFIG_HASH])
+
+    voters = {"asyncLearnerReplicas": 0, "inSyncReplicas": 1}
+    assert config_hash(replicas=2, **voters) == config_hash(replicas=3, **voters) \
+        == config_hash(replicas=5, **voters)
+    assert config_hash(replicas=3, asyncLearnerReplicas=1) \
+        != config_hash(replicas=4, asyncLearnerReplicas=1)
+    assert config_hash(replicas=3, **voters) != config_hash(replicas=3, asyncLearnerReplicas=1)

@@ -119,12 +119,19 @@ def runtime_config(spec: BrokerGroupSpec) -> dict[str, str]:
     return {k: v for k, v in sorted(props.items()) if k in BROKER_RUNTIME_KEYS}
 
 
-def restart_relevant(data: dict[str, str]) -> dict[str, str]:
-    """The ConfigMap without the runtime keys' lines: what the pod template's config hash
-    covers, so that changing only those keys does not restart the pods."""
+def restart_relevant(spec: BrokerGroupSpec, data: dict[str, str]) -> dict[str, str]:
+    """What the pod template's config hash covers: the shared file without the runtime
+    keys' lines (changing only those restarts no pod), and instead of the per-pod files,
+    which follow from each pod's ordinal, the ordinals that are async learners. Scaling
+    adds or drops per-pod files; it restarts nobody unless the learners move."""
     def keep(line: str) -> bool:
         return line.partition("=")[0] not in BROKER_RUNTIME_KEYS
-    return {name: "\n".join(filter(keep, text.split("\n"))) for name, text in data.items()}
+    out = {name: "\n".join(filter(keep, text.split("\n"))) for name, text in data.items()
+           if not name.startswith("pod-")}
+    if spec.mode == "Controller" and spec.asyncLearnerReplicas:
+        first = spec.replicas - spec.asyncLearnerReplicas
+        out["asyncLearners"] = ",".join(str(i) for i in range(first, spec.replicas))
+    return out
 
 
 def ports(spec: BrokerGroupSpec) -> dict[str, int]:
@@ -260,7 +267,7 @@ def build_brokergroup(
         services.headless_service(
             owner, names.headless_service(owner.name), obj_labels, selector, ports(spec)
         ),
-        statefulset(owner, spec, content_hash(restart_relevant(data))),
+        statefulset(owner, spec, content_hash(restart_relevant(spec, data))),
         client_service(owner, spec),
         read_service(owner, spec),
         services.pod_disruption_budget(owner, names.pdb(owner.name), obj_labels, selector),
