@@ -7,8 +7,6 @@ import contextlib
 import json
 import os
 import random
-import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,6 @@ from mqcluster.raft.types import (
     Entry,
     RaftConfig,
     Role,
-    Snapshot,
     VoteRequest,
     VoteResponse,
 )
@@ -340,47 +337,6 @@ async def test_failed_fsync_behind_the_leaders_writes_stops_it(group: Group) -> 
     assert isinstance(leader.failure, OSError)
     other = await group.leader(exclude=leader.node_id)
     assert await other.propose(b"y") >= 1
-
-
-async def test_the_leaders_deferred_fsync_waits_while_the_io_thread_works_on_the_log(
-    tmp_path: Path,
-) -> None:
-    """A snapshot saved in the I/O thread may drop every segment and close the tail file:
-    the leader's deferred fsync must not run at the same time."""
-    g = Group(tmp_path, RunnerOptions(snapshot_every=10, leader_sync_delay=0.02))
-    for nid in g.peers:
-        await g.start(nid)
-    try:
-        leader = await g.leader()
-        store = leader._log
-        assert store is not None
-        saving = threading.Event()
-        during_save: list[bool] = []
-        real_save, real_sync = store.save_snapshot, store.sync_descriptor
-
-        def slow_save(snap: Snapshot) -> None:
-            saving.set()
-            time.sleep(0.1)  # the event loop runs meanwhile
-            real_save(snap)
-            saving.clear()
-
-        def watched_sync(fd: int) -> None:
-            during_save.append(saving.is_set())
-            real_sync(fd)
-
-        store.save_snapshot = slow_save  # type: ignore[method-assign]
-        store.sync_descriptor = watched_sync  # type: ignore[method-assign]
-        for i in range(40):
-            await leader.propose(f"v{i}".encode())
-        assert leader.status().snapshot_index >= 10
-        assert during_save and not any(during_save)
-        assert leader.failure is None
-    finally:
-        for nid in list(g.runners):
-            await g.stop(nid)
-
-
-
 
 
 @pytest.mark.parametrize("limit", [0.05, 0.0])
