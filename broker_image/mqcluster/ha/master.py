@@ -108,7 +108,8 @@ class HAMasterService:
             checker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await checker
-        for conn in list(self._conns.values()):
+        # Every connection, also those still handshaking (not in _conns yet).
+        for conn in list(self._serving):
             conn.close()
         self._wake_senders()
         serving = [conn.finished for conn in self._serving]
@@ -313,6 +314,8 @@ class _SlaveConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             for frame in self.decoder.feed(data):
+                if self.transport is None or self.transport.is_closing():
+                    return
                 self._on_frame(frame)
         except HAProtocolError as exc:
             log.warning("HA connection from %s closed: %s", self.peer, exc)
