@@ -178,11 +178,12 @@ class HAMasterService:
         view = self.view
         if view is None:
             return
-        connected = {b for b, c in self._conns.items() if c.transferring}
         if not self.options.gate_dispatch:
             self._waiters.release()
             return
-        if all(b == view.master_id or b in connected for b in view.members):
+        conns = self._conns
+        if all(b == view.master_id or ((c := conns.get(b)) is not None and c.transferring)
+               for b in view.members):
             confirm = view.confirm_offset
             if confirm != self.store.confirm_offset:
                 self.store.set_confirm_offset(confirm)
