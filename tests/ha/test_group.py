@@ -57,6 +57,21 @@ async def test_writes_replicate_to_every_member(group3: GroupHarness) -> None:
     assert all(commitlog_bytes(g, i, end) == data for i in range(3))
 
 
+async def test_sync_flush_acks_only_what_every_member_has_fsynced(tmp_path: Path) -> None:
+    g = GroupHarness(tmp_path, 3, flushDiskType="SYNC_FLUSH")
+    try:
+        await g.start()
+        m = await g.wait_master()
+        await full_set(g, m)
+        for i in range(20):
+            r = await g.put(m, f"s{i}".encode() * 50)
+            assert r.status is PutStatus.PUT_OK
+            end = r.next_commitlog_offset
+            assert all(g.broker(b).context.store.flushed_offset >= end for b in range(3))
+    finally:
+        await g.stop()
+
+
 def epochs_of(g: GroupHarness, i: int) -> list[tuple[int, int]]:
     replicas = g.broker(i).replicas
     assert replicas is not None

@@ -3,6 +3,9 @@ exactly the consume queues a scan of the commitlog builds."""
 
 from __future__ import annotations
 
+import asyncio
+import bisect
+import random
 from pathlib import Path
 
 import pytest
@@ -10,7 +13,7 @@ import pytest
 from mqcluster.store import MessageRecord, MessageStore, commitlog
 from mqcluster.store.consume_queue import CqEntry
 
-from .conftest import StoreFactory, rec
+from .conftest import SEGMENT, StoreFactory, rec
 
 TRANSACTION_PREPARED = 0x1 << 2
 
@@ -104,3 +107,51 @@ async def test_remembered_appends_are_bounded(
     store.set_confirm_offset(None)
     await store.wait_dispatched()
     assert _entries(store) == _entries(reference)
+
+
+async def test_a_replica_copying_in_random_chunks_builds_the_same_queues(
+        store_factory: StoreFactory, tmp_path: Path) -> None:
+    """Replicated bytes are dispatched by walking them: records cut by a chunk end or by
+    the confirm offset wait for the rest, blanks and prepared transactions are stepped
+    over, and the queues come out as the master's."""
+    master = store_factory(tmp_path / "master", flushDiskType="ASYNC_FLUSH")
+    await _load(master)
+    replica = store_factory(tmp_path / "replica", flushDiskType="ASYNC_FLUSH")
+    await replica.start()
+    replica.set_confirm_offset(0)
+    rng = random.Random(3)
+    end = master.commitlog_max_offset
+    # Where records of the queues end, and segments start: what dispatch can reach.
+    bounds = sorted({e.commitlog_offset + e.size for es in _entries(master).values()
+                     for e in es} | set(range(0, end, SEGMENT)))
+    while replica.commitlog_max_offset < end:
+        offset = replica.commitlog_max_offset
+        chunk = master.read_commitlog(offset, rng.randint(1, 900))
+        assert await replica.append_commitlog(offset, chunk)
+        confirm = rng.randint(replica.confirm_offset or 0, replica.commitlog_max_offset)
+        replica.set_confirm_offset(confirm)
+        await replica.wait_dispatched(bounds[bisect.bisect_right(bounds, confirm) - 1])
+        assert all(cq.max_physical_end <= confirm for cq in replica._queues.queues.values())
+    replica.set_confirm_offset(end)
+    await replica.wait_dispatched(end)
+    assert _entries(replica) == _entries(master)
+
+
+async def test_dispatch_stops_at_a_damaged_record(store_factory: StoreFactory,
+                                                  tmp_path: Path) -> None:
+    master = store_factory(tmp_path / "master", flushDiskType="ASYNC_FLUSH")
+    await master.start()
+    results = await master.put_messages([rec(i, size=200) for i in range(6)])
+    replica = store_factory(tmp_path / "replica", flushDiskType="ASYNC_FLUSH")
+    await replica.start()
+    replica.set_confirm_offset(0)
+    data = bytearray(master.read_commitlog(0, master.commitlog_max_offset))
+    damaged = results[3].commitlog_offset
+    data[damaged + 4:damaged + 8] = b"\0\0\0\1"  # the magic code of record 3
+    assert await replica.append_commitlog(0, bytes(data))
+    replica.set_confirm_offset(len(data))
+    await replica.wait_dispatched(damaged)
+    await asyncio.sleep(0.05)
+    assert replica.dispatched_offset == damaged
+    assert replica.max_offset("T", 0) == 3
+    assert "bad magic code" in replica._dispatcher.stuck_reason

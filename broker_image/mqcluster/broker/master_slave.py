@@ -60,8 +60,8 @@ class ClassicReplication:
         cfg = self.ctx.config
         store = self.ctx.store
         if cfg.is_master:
-            self._server = await asyncio.start_server(self.master.serve, cfg.bindAddress,
-                                                      cfg.haListenPort)
+            self._server = await asyncio.get_running_loop().create_server(
+                self.master.connection, cfg.bindAddress, cfg.haListenPort)
             if self.epochs.last_epoch != FIXED_EPOCH:
                 self.epochs.append(FIXED_EPOCH, store.commitlog_max_offset)
             self.master.activate(MASTER_ID, {MASTER_ID}, 0, self._accept)

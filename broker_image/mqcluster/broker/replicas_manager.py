@@ -114,8 +114,8 @@ class ReplicasManager:
 
     async def start(self) -> None:
         cfg = self.config
-        self._ha_server = await asyncio.start_server(self.master.serve, cfg.bindAddress,
-                                                     cfg.haListenPort)
+        self._ha_server = await asyncio.get_running_loop().create_server(
+            self.master.connection, cfg.bindAddress, cfg.haListenPort)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._register_then_run(), name="replicas-manager")]
 

@@ -25,13 +25,16 @@ class AckWaiters:
     async def wait(self, end_offset: int, timeout_s: float) -> bool:
         if self._check(end_offset):
             return True
-        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         heapq.heappush(self._heap, (end_offset, next(self._seq), fut))
+        # A timer on the future itself, not wait_for(shield(...)): those add two turns of
+        # the event loop between the ack and the producer's answer.
+        timer = loop.call_later(timeout_s, _expire, fut)
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except TimeoutError:
-            return False
+            return await fut
         finally:
+            timer.cancel()
             if not fut.done():
                 fut.cancel()
 
@@ -54,3 +57,8 @@ class AckWaiters:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+def _expire(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
+import os
+import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -34,7 +37,6 @@ from mqcluster.store.message import PutStatus
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 64 * 1024
 Clock = Callable[[], float]
 Reporter = Callable[[set[int]], Awaitable[tuple[set[int], int] | None]]
 """Reports a SyncStateSet to the controller; the accepted set and epoch, or None."""
@@ -42,7 +44,10 @@ Reporter = Callable[[set[int]], Awaitable[tuple[set[int], int] | None]]
 
 @dataclass
 class HAMasterOptions:
-    transfer_batch: int = 256 * 1024
+    transfer_batch: int = 1024 * 1024
+    """Bytes per data frame, at most. With ``frames_in_flight`` it bounds what is on its
+    way to a slave: it must exceed what producers append in one turn of the master's
+    event loop (the bench's 64 batches of 32 KiB), or the window caps throughput."""
     frames_in_flight: int = 4
     """Data frames sent to a slave and not yet acknowledged, at most: a small window
     lets frames grow with the load (one append, ack and dispatch on the slave for many
@@ -75,7 +80,7 @@ class HAMasterService:
         self._conns: dict[int, _SlaveConnection] = {}
         self._data = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._serving: set[asyncio.Task[object]] = set()
+        self._serving: set[_SlaveConnection] = set()
         self._checker: asyncio.Task[None] | None = None
         store.add_append_listener(self._on_append)
 
@@ -103,12 +108,11 @@ class HAMasterService:
             checker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await checker
-        for conn in list(self._conns.values()):
+        # Every connection, also those still handshaking (not in _conns yet).
+        for conn in list(self._serving):
             conn.close()
         self._wake_senders()
-        # Connection tasks end on their own once their sockets close (cancelling the
-        # stream server's callback tasks would make asyncio log them as errors).
-        serving = list(self._serving)
+        serving = [conn.finished for conn in self._serving]
         if serving:
             await asyncio.wait(serving, timeout=5)
         tasks = list(self._tasks)
@@ -174,11 +178,12 @@ class HAMasterService:
         view = self.view
         if view is None:
             return
-        connected = {b for b, c in self._conns.items() if c.transferring}
         if not self.options.gate_dispatch:
             self._waiters.release()
             return
-        if all(b == view.master_id or b in connected for b in view.members):
+        conns = self._conns
+        if all(b == view.master_id or ((c := conns.get(b)) is not None and c.transferring)
+               for b in view.members):
             confirm = view.confirm_offset
             if confirm != self.store.confirm_offset:
                 self.store.set_confirm_offset(confirm)
@@ -237,33 +242,17 @@ class HAMasterService:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """The HA listener's connection callback."""
-        peer = writer.get_extra_info("peername")
-        if self.view is None:
-            log.info("HA connection from %s refused: not the master", peer)
-            writer.close()
-            return
-        conn = _SlaveConnection(self, reader, writer)
-        task = asyncio.current_task()
-        if task is not None:
-            self._serving.add(task)
-        try:
-            await conn.run()
-        except HAProtocolError as exc:
-            log.warning("HA connection from %s closed: %s", peer, exc)
-        except (ConnectionError, asyncio.IncompleteReadError) as exc:
-            log.info("HA connection from %s lost: %r", peer, exc)
-        finally:
-            conn.close()
-            if conn.broker_id is not None and self._conns.get(conn.broker_id) is conn:
-                del self._conns[conn.broker_id]
-                if self.view is not None:
-                    self.view.disconnected(conn.broker_id)
-                    self._update_confirm()
-                    self._maybe_report()
-            if task is not None:
-                self._serving.discard(task)
+    def connection(self) -> asyncio.Protocol:
+        """The HA listener's protocol factory (``loop.create_server``)."""
+        return _SlaveConnection(self)
+
+    def _connection_lost(self, conn: _SlaveConnection) -> None:
+        if conn.broker_id is not None and self._conns.get(conn.broker_id) is conn:
+            del self._conns[conn.broker_id]
+            if self.view is not None:
+                self.view.disconnected(conn.broker_id)
+                self._update_confirm()
+                self._maybe_report()
 
     def slave_offsets(self) -> dict[int, int]:
         view = self.view
@@ -280,81 +269,158 @@ class HAMasterService:
         return store.commitlog_min_offset
 
 
-class _SlaveConnection:
-    def __init__(self, service: HAMasterService, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+class _Phase(enum.Enum):
+    HANDSHAKE = "handshake"
+    OFFSET = "offset"
+    """Waiting for the slave's max offset after its truncation."""
+    TRANSFER = "transfer"
+
+
+class _SlaveConnection(asyncio.Protocol):
+    """One slave, as a protocol: its acks are taken in ``data_received`` on the turn of
+    the event loop they arrive in (a reader task would take them one turn later, and
+    each turn of a busy master holds the producers' answers up)."""
+
+    def __init__(self, service: HAMasterService) -> None:
         self.service = service
-        self.reader = reader
-        self.writer = writer
+        self.transport: asyncio.Transport | None = None
+        self.peer: object = None
         self.decoder = SlaveFrameDecoder()
+        self.phase = _Phase.HANDSHAKE
         self.broker_id: int | None = None
+        self.handshake: SlaveHandshake | None = None
         self.transferring = False
-        self._pending: list[SlaveHandshake | SlaveAck] = []
         self.acked = -1
         """The slave's last acknowledged max offset."""
         self._ack = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
         self._in_flight: deque[int] = deque()
         """End offsets of the data frames the slave has not acknowledged yet."""
+        self._sender: asyncio.Task[None] | None = None
+        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Done once the connection is lost and its sender has stopped."""
+
+    # ---- asyncio.Protocol ------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.peer = transport.get_extra_info("peername")
+        self.service._serving.add(self)
+        if self.service.view is None:
+            log.info("HA connection from %s refused: not the master", self.peer)
+            transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            for frame in self.decoder.feed(data):
+                if self.transport is None or self.transport.is_closing():
+                    return
+                self._on_frame(frame)
+        except HAProtocolError as exc:
+            log.warning("HA connection from %s closed: %s", self.peer, exc)
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.info("HA connection from %s lost: %r", self.peer, exc)
+        self.transferring = False
+        self._writable.set()
+        self.service._connection_lost(self)
+        sender = self._sender
+        if sender is None or sender.done():
+            self._finish()
+        else:
+            sender.cancel()
+            sender.add_done_callback(lambda _: self._finish())
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    # ---- frames ------------------------------------------------------------------------
 
     def close(self) -> None:
         self.transferring = False
-        self.writer.transport.abort()
+        if self.transport is not None:
+            self.transport.abort()
 
-    async def _next(self) -> SlaveHandshake | SlaveAck:
-        while not self._pending:
-            data = await self.reader.read(READ_SIZE)
-            if not data:
-                raise ConnectionError("slave closed the connection")
-            self._pending.extend(self.decoder.feed(data))
-        return self._pending.pop(0)
+    def _finish(self) -> None:
+        self.service._serving.discard(self)
+        if not self.finished.done():
+            self.finished.set_result(None)
 
-    async def run(self) -> None:
+    def _on_frame(self, frame: SlaveHandshake | SlaveAck) -> None:
         svc = self.service
-        hs = await self._next()
-        if not isinstance(hs, SlaveHandshake):
-            raise HAProtocolError("first frame is not a handshake")
+        if self.phase is _Phase.TRANSFER:
+            if not isinstance(frame, SlaveAck):
+                raise HAProtocolError("handshake in the middle of a transfer")
+            assert self.broker_id is not None
+            svc._acked_by(self.broker_id, frame.max_offset)
+            self.acked = frame.max_offset
+            self._ack.set()
+        elif self.phase is _Phase.HANDSHAKE:
+            if not isinstance(frame, SlaveHandshake):
+                raise HAProtocolError("first frame is not a handshake")
+            self._handshake(frame)
+        else:
+            if not isinstance(frame, SlaveAck):
+                raise HAProtocolError("expected the slave's offset after the handshake")
+            self._start_transfer(frame.max_offset)
+
+    def _handshake(self, hs: SlaveHandshake) -> None:
+        svc = self.service
         view = svc.view
+        assert self.transport is not None
         if view is None:
+            self.close()
             return
         if hs.broker_id == view.master_id:
             raise HAProtocolError(f"slave claims the master's broker id {hs.broker_id}")
         self.broker_id = hs.broker_id
+        self.handshake = hs
         old = svc._conns.get(hs.broker_id)
         if old is not None:
             old.close()
         svc._conns[hs.broker_id] = self
         entries = tuple((e.epoch, e.start_offset) for e in svc.epochs.entries)
-        self.writer.write(MasterHandshake(svc.store.commitlog_max_offset,
-                                          svc.epochs.last_epoch, entries).encode())
-        await self.writer.drain()
-        first = await self._next()
-        if not isinstance(first, SlaveAck):
-            raise HAProtocolError("expected the slave's offset after the handshake")
-        if first.max_offset > svc.store.commitlog_max_offset:
-            raise HAProtocolError(f"slave offset {first.max_offset} is beyond the master's "
+        self.transport.write(MasterHandshake(svc.store.commitlog_max_offset,
+                                             svc.epochs.last_epoch, entries).encode())
+        self.phase = _Phase.OFFSET
+
+    def _start_transfer(self, slave_offset: int) -> None:
+        svc = self.service
+        view = svc.view
+        hs = self.handshake
+        assert hs is not None
+        if view is None:
+            self.close()
+            return
+        if slave_offset > svc.store.commitlog_max_offset:
+            raise HAProtocolError(f"slave offset {slave_offset} is beyond the master's "
                                   f"{svc.store.commitlog_max_offset}: it did not truncate")
-        start = svc.start_offset_for(hs, first.max_offset)
+        start = svc.start_offset_for(hs, slave_offset)
         self.acked = start
         view.connected(hs.broker_id, hs.async_learner, svc.now_ms())
+        self.phase = _Phase.TRANSFER
         self.transferring = True
-        svc._acked_by(hs.broker_id, first.max_offset)
+        svc._acked_by(hs.broker_id, slave_offset)
         log.info("slave %d connected at offset %d, transfer from %d",
-                 hs.broker_id, first.max_offset, start)
-        sender = asyncio.ensure_future(self._send_from(start))
+                 hs.broker_id, slave_offset, start)
+        self._sender = asyncio.get_running_loop().create_task(self._send(start))
+
+    async def _send(self, start: int) -> None:
         try:
-            while True:
-                frame = await self._next()
-                if not isinstance(frame, SlaveAck):
-                    raise HAProtocolError("handshake in the middle of a transfer")
-                svc._acked_by(hs.broker_id, frame.max_offset)
-                self.acked = frame.max_offset
-                self._ack.set()
-                if sender.done():
-                    sender.result()
+            await self._send_from(start)
+        except HAProtocolError as exc:
+            log.warning("HA connection from %s closed: %s", self.peer, exc)
+        except (ConnectionError, OSError) as exc:
+            log.info("HA connection from %s lost: %r", self.peer, exc)
         finally:
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+            self.close()
 
     async def _send_from(self, offset: int) -> None:
         """Stream the commitlog from ``offset``. With nothing new to send, a header-only
@@ -363,10 +429,12 @@ class _SlaveConnection:
         svc = self.service
         store = svc.store
         opts = svc.options
+        transport = self.transport
+        assert transport is not None
         sent_confirm = -1
         loop = asyncio.get_running_loop()
         last_sent = loop.time()
-        while svc.view is not None:
+        while svc.view is not None and not transport.is_closing():
             max_offset = store.commitlog_max_offset
             confirm = svc.confirm_offset
             while self._in_flight and self._in_flight[0] <= self.acked:
@@ -383,12 +451,11 @@ class _SlaveConnection:
                     raise HAProtocolError(f"offset {offset} is in no epoch of the master")
                 limit = max_offset if entry.end_offset == OPEN_END else min(
                     entry.end_offset, max_offset)
-                body = store.read_commitlog(offset, min(limit - offset, opts.transfer_batch))
-                if not body:
+                region = store.commitlog_region(offset, min(limit - offset,
+                                                            opts.transfer_batch))
+                if region is None:
                     raise HAProtocolError(f"master cannot read its commitlog at {offset}")
-                frame = Transfer(offset, entry.epoch, entry.start_offset, confirm, body)
-                offset += len(body)
-                self._in_flight.append(offset)
+                frame = Transfer(offset, entry.epoch, entry.start_offset, confirm)
             else:
                 wait = (opts.confirm_delay_s if confirm != sent_confirm
                         else opts.heartbeat_interval_s) - (loop.time() - last_sent)
@@ -401,9 +468,39 @@ class _SlaveConnection:
                 entry = svc.epochs.last_entry
                 epoch, start = (entry.epoch, entry.start_offset) if entry else (0, 0)
                 frame = Transfer(offset, epoch, min(start, offset), confirm)
+                region = None
             svc._transferred(self.broker_id)
             sent_confirm = confirm
             last_sent = loop.time()
-            # One write, one send(): the copy costs less than a second system call.
-            self.writer.write(frame.header() + frame.body if frame.body else frame.header())
-            await self.writer.drain()
+            if region is None:
+                transport.write(frame.header())
+            else:
+                self._send_region(frame, *region)
+                offset += region[2]
+                self._in_flight.append(offset)
+            if not self._writable.is_set():
+                await self._writable.wait()
+
+    def _send_region(self, frame: Transfer, fd: int, pos: int, size: int) -> None:
+        """A data frame whose body is ``size`` bytes of the commitlog file ``fd`` at
+        ``pos``. With nothing queued in the transport the body goes from the page cache
+        to the socket by ``sendfile`` (no copy through Python); the rest, if the socket
+        takes less, is read and queued as usual."""
+        transport = self.transport
+        assert transport is not None
+        header = frame.header(size)
+        sent = 0
+        sock = transport.get_extra_info("socket")
+        if sock is not None and transport.get_write_buffer_size() == 0:
+            # Corked, the header waits for the body: one segment, one wakeup of the slave.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+            try:
+                transport.write(header)
+                header = b""
+                if transport.get_write_buffer_size() == 0:  # the header is out: the body may
+                    with contextlib.suppress(BlockingIOError, InterruptedError):
+                        sent = os.sendfile(sock.fileno(), fd, pos, size)
+            finally:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+        if sent < size:
+            transport.write(header + os.pread(fd, size - sent, pos + sent))

@@ -27,6 +27,7 @@ _SLAVE_ACK = struct.Struct(">iq")
 _MASTER_HANDSHAKE = struct.Struct(">iiqi")
 _EPOCH_ENTRY = struct.Struct(">iq")
 _TRANSFER = struct.Struct(">iiqiqq")
+_STATE = struct.Struct(">i")
 
 MAX_EPOCH_ENTRIES = 1 << 16
 
@@ -82,14 +83,17 @@ class Transfer:
     epoch: int
     epoch_start_offset: int
     confirm_offset: int
-    body: bytes = b""
+    body: bytes | memoryview = b""
 
     def encode(self) -> bytes:
-        return self.header() + self.body
+        return self.header() + bytes(self.body)
 
-    def header(self) -> bytes:
-        return _TRANSFER.pack(HAState.TRANSFER, len(self.body), self.offset, self.epoch,
-                              self.epoch_start_offset, self.confirm_offset)
+    def header(self, body_size: int | None = None) -> bytes:
+        """The header; ``body_size`` when the body is sent from elsewhere (a file)."""
+        return _TRANSFER.pack(HAState.TRANSFER,
+                              len(self.body) if body_size is None else body_size,
+                              self.offset, self.epoch, self.epoch_start_offset,
+                              self.confirm_offset)
 
 
 SlaveFrame = SlaveHandshake | SlaveAck
@@ -150,51 +154,81 @@ class MasterFrameDecoder(_Buffer):
 
     def feed(self, data: bytes) -> list[MasterFrame]:
         self._buf += data
+        frames, used = self.parse(self._buf, 0, len(self._buf))
+        # Bodies are views of the buffer, which is about to change: copy them out.
+        out: list[MasterFrame] = [
+            Transfer(f.offset, f.epoch, f.epoch_start_offset, f.confirm_offset, bytes(f.body))
+            if isinstance(f, Transfer) and f.body else f for f in frames]
+        del frames  # the views, before the buffer shrinks
+        del self._buf[:used]
+        return out
+
+    def parse(self, buf: bytearray | bytes, start: int, end: int, *,
+              stop_after_handshake: bool = False) -> tuple[list[MasterFrame], int]:
+        """The whole frames in ``buf[start:end]`` and the bytes they take. Transfer bodies
+        are read-only views of ``buf`` (no copy), valid until ``buf`` is written again."""
         out: list[MasterFrame] = []
-        while (state := self._state()) is not None:
+        view = memoryview(buf).toreadonly()
+        pos = start
+        while end - pos >= 4:
+            (raw,) = _STATE.unpack_from(buf, pos)
             frame: MasterFrame | None
-            if state is HAState.HANDSHAKE:
-                frame = self._handshake()
-            elif state is HAState.TRANSFER:
-                frame = self._transfer()
+            if raw == HAState.TRANSFER:
+                frame, size = self._transfer(buf, view, pos, end)
+            elif raw == HAState.HANDSHAKE:
+                frame, size = self._handshake(buf, pos, end)
             else:
-                raise HAProtocolError(f"a master does not send state {state.name}")
+                try:
+                    name = HAState(raw).name
+                except ValueError:
+                    raise HAProtocolError(f"unknown HA state {raw}") from None
+                raise HAProtocolError(f"a master does not send state {name}")
             if frame is None:
                 break
             out.append(frame)
-        return out
+            pos += size
+            if stop_after_handshake and isinstance(frame, MasterHandshake):
+                break
+        return out, pos - start
 
-    def _handshake(self) -> MasterHandshake | None:
-        if len(self._buf) < _MASTER_HANDSHAKE.size:
-            return None
-        _, size, max_offset, epoch = _MASTER_HANDSHAKE.unpack_from(self._buf, 0)
+    def _handshake(self, buf: bytearray | bytes, pos: int, end: int,
+                   ) -> tuple[MasterHandshake | None, int]:
+        if end - pos < _MASTER_HANDSHAKE.size:
+            return None, 0
+        _, size, max_offset, epoch = _MASTER_HANDSHAKE.unpack_from(buf, pos)
         if size < 0 or size % _EPOCH_ENTRY.size or size > MAX_EPOCH_ENTRIES * _EPOCH_ENTRY.size:
             raise HAProtocolError(f"bad epoch list size {size}")
-        end = _MASTER_HANDSHAKE.size + size
-        if len(self._buf) < end:
-            return None
-        pairs = [_EPOCH_ENTRY.unpack_from(self._buf, at)
-                 for at in range(_MASTER_HANDSHAKE.size, end, _EPOCH_ENTRY.size)]
-        del self._buf[:end]
-        entries = tuple(pairs)
+        total = _MASTER_HANDSHAKE.size + size
+        if end - pos < total:
+            return None, 0
+        first = pos + _MASTER_HANDSHAKE.size
+        entries = tuple(_EPOCH_ENTRY.unpack_from(buf, at)
+                        for at in range(first, first + size, _EPOCH_ENTRY.size))
         if any(e < 0 or s < 0 for e, s in entries):
             raise HAProtocolError("negative epoch or start offset in the epoch list")
         if any(b[0] <= a[0] or b[1] < a[1] for a, b in itertools.pairwise(entries)):
             raise HAProtocolError("master epoch entries are not increasing")
-        return MasterHandshake(max_offset, epoch, entries)
+        return MasterHandshake(max_offset, epoch, entries), total
 
-    def _transfer(self) -> Transfer | None:
-        if len(self._buf) < _TRANSFER.size:
-            return None
-        _, size, offset, epoch, epoch_start, confirm = _TRANSFER.unpack_from(self._buf, 0)
+    def _transfer(self, buf: bytearray | bytes, view: memoryview, pos: int, end: int,
+                  ) -> tuple[Transfer | None, int]:
+        if end - pos < _TRANSFER.size:
+            return None, 0
+        _, size, offset, epoch, epoch_start, confirm = _TRANSFER.unpack_from(buf, pos)
         if size < 0 or size > self.max_body:
             raise HAProtocolError(f"transfer body of {size} bytes (limit {self.max_body})")
         if offset < 0 or epoch_start < 0 or epoch_start > offset:
             raise HAProtocolError(f"bad transfer header: offset {offset}, epoch start "
                                   f"{epoch_start}")
-        end = _TRANSFER.size + size
-        if len(self._buf) < end:
+        total = _TRANSFER.size + size
+        if end - pos < total:
+            return None, 0
+        body = view[pos + _TRANSFER.size:pos + total] if size else b""
+        return Transfer(offset, epoch, epoch_start, confirm, body), total
+
+    @staticmethod
+    def frame_size(buf: bytearray | bytes, pos: int, end: int) -> int | None:
+        """The size of the transfer frame starting at ``pos`` once its header is in."""
+        if end - pos < _TRANSFER.size or _STATE.unpack_from(buf, pos)[0] != HAState.TRANSFER:
             return None
-        body = bytes(self._buf[_TRANSFER.size:end])
-        del self._buf[:end]
-        return Transfer(offset, epoch, epoch_start, confirm, body)
+        return _TRANSFER.size + int(_TRANSFER.unpack_from(buf, pos)[1])

@@ -5,6 +5,9 @@ truncate to the consistent point) -> TRANSFER (append what the master sends, rec
 each new epoch, ack the new max offset). Any protocol error or lost connection goes
 back to READY and, after ``reconnect_interval_s``, starts over with a new handshake;
 nothing from a frame that broke the protocol is appended.
+
+In TRANSFER the connection's protocol appends frames on the turn of the event loop they
+arrive in, straight from its receive buffer, and acks once for all of them.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from mqcluster.ha.protocol import (
     HAProtocolError,
     HAState,
-    MasterFrame,
     MasterFrameDecoder,
     MasterHandshake,
     SlaveAck,
@@ -30,8 +33,13 @@ from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-READ_SIZE = 1 << 20
+BUFFER_SIZE = 4 << 20
+"""Receive buffer; it grows to hold a frame larger than this."""
+MIN_READ = 256 << 10
+"""Free room below which received bytes are moved to the buffer's start before a read."""
+MAX_BODY = 64 << 20
 
 
 @dataclass
@@ -97,45 +105,26 @@ class HASlaveClient:
 
     async def _session(self) -> None:
         host, port = self.master_ha_addr.rsplit(":", 1)
-        async with asyncio.timeout(self.options.connect_timeout_s):
-            reader, writer = await asyncio.open_connection(host, int(port))
+        opts = self.options
+        loop = asyncio.get_running_loop()
+        stream = _MasterStream(self)
+        async with asyncio.timeout(opts.connect_timeout_s):
+            await loop.create_connection(lambda: stream, host, int(port))
         try:
             self.state = HAState.HANDSHAKE
-            opts = self.options
-            writer.write(SlaveHandshake(opts.broker_id, opts.sync_from_last_file,
+            stream.write(SlaveHandshake(opts.broker_id, opts.sync_from_last_file,
                                         opts.async_learner).encode())
-            await writer.drain()
-            decoder = MasterFrameDecoder(max_body=64 * 1024 * 1024)
-            frames: list[MasterFrame] = []
-
-            async def next_frame() -> MasterFrame:
-                while not frames:
-                    async with asyncio.timeout(opts.idle_timeout_s):
-                        data = await reader.read(READ_SIZE)
-                    if not data:
-                        raise ConnectionError("master closed the connection")
-                    frames.extend(decoder.feed(data))
-                return frames.pop(0)
-
-            hs = await next_frame()
-            if not isinstance(hs, MasterHandshake):
-                raise HAProtocolError("the master's first frame is not a handshake")
+            hs = await stream.wait(stream.handshake)
             await self.truncate_to_master(hs)
             self.handshakes += 1
             self.state = HAState.TRANSFER
-            writer.write(SlaveAck(self.store.commitlog_max_offset).encode())
-            await writer.drain()
-            while True:
-                frame = await next_frame()
-                if not isinstance(frame, Transfer):
-                    raise HAProtocolError("handshake in the middle of a transfer")
-                await self.apply(frame)
-                writer.write(SlaveAck(self.store.commitlog_max_offset).encode())
-                await writer.drain()
+            stream.write(SlaveAck(self.store.commitlog_max_offset).encode())
+            stream.transfer()
+            await stream.wait(stream.closed)
         finally:
             # abort, not close: a hung master may never read what is buffered, and a
             # graceful close would wait for it (and hold up the next role change).
-            writer.transport.abort()
+            stream.abort()
 
     async def truncate_to_master(self, hs: MasterHandshake) -> None:
         """Cut this replica back to its last point in common with the master."""
@@ -158,6 +147,14 @@ class HASlaveClient:
         self.epochs.truncate_suffix_by_offset(store.commitlog_max_offset)
 
     async def apply(self, frame: Transfer) -> None:
+        """Append one frame and wait for the flush the store's flushDiskType promises."""
+        self.append(frame)
+        if frame.body and not await self.store.wait_replicated_durable(
+                self.store.commitlog_max_offset):
+            raise HAProtocolError(f"commitlog did not flush the bytes at {frame.offset}")
+
+    def append(self, frame: Transfer) -> None:
+        """Append a frame's bytes (no flush wait) and take its confirm offset."""
         store = self.store
         if frame.body:
             empty = store.commitlog_max_offset == store.commitlog_min_offset == 0
@@ -171,7 +168,163 @@ class HASlaveClient:
             elif frame.epoch < last.epoch:
                 raise HAProtocolError(f"transfer of epoch {frame.epoch} after epoch "
                                       f"{last.epoch}")
-            if not await store.append_commitlog(frame.offset, frame.body):
+            if not store.append_replicated(frame.offset, frame.body):
                 raise HAProtocolError(f"commitlog refused bytes at {frame.offset}")
         self.master_confirm = frame.confirm_offset
         store.set_confirm_offset(min(frame.confirm_offset, store.commitlog_max_offset))
+
+
+class _MasterStream(asyncio.BufferedProtocol):
+    """The connection to the master, received into one buffer.
+
+    Until ``transfer()`` it only looks for the master's handshake. Then every read's
+    whole frames are appended at once, from the buffer (no copy), and acknowledged with
+    one ack; where the store flushes each write (SYNC_FLUSH) the ack waits for the flush.
+    """
+
+    def __init__(self, client: HASlaveClient) -> None:
+        self.client = client
+        self.decoder = MasterFrameDecoder(max_body=MAX_BODY)
+        self.buf = bytearray(BUFFER_SIZE)
+        self.start = 0
+        """First byte not yet decoded."""
+        self.end = 0
+        """End of the bytes received."""
+        self.transport: asyncio.Transport | None = None
+        loop = asyncio.get_running_loop()
+        self.handshake: asyncio.Future[MasterHandshake] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self.transferring = False
+        self.received = False
+        """Something arrived since the session last looked (idle check)."""
+        self._durable = client.store.replicated_writes_wait_flush
+        self._ack_wanted = -1
+        self._acker: asyncio.Task[None] | None = None
+        self._ack_ready = asyncio.Event()
+
+    # ---- session side ------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+        if self._acker is not None:
+            self._acker.cancel()
+
+    async def wait(self, fut: asyncio.Future[T]) -> T:
+        """``fut``'s result; a lost connection or a broken frame raises, and so does
+        ``idle_timeout_s`` without a byte from the master."""
+        idle = self.client.options.idle_timeout_s
+        while not fut.done():
+            self.received = False
+            waiting: list[asyncio.Future[Any]] = [fut, self.closed]
+            await asyncio.wait(waiting, timeout=idle, return_when=asyncio.FIRST_COMPLETED)
+            if self.closed.done():
+                self.closed.result()
+            if not fut.done() and not self.received:
+                raise TimeoutError(f"nothing from the master for {idle} s")
+        return fut.result()
+
+    def transfer(self) -> None:
+        """Start appending what the master sends (after the handshake and truncation)."""
+        self.transferring = True
+        if self._durable:
+            self._acker = asyncio.get_running_loop().create_task(self._ack_flushed())
+        self._decode()
+
+    # ---- asyncio.BufferedProtocol -----------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if len(self.buf) - self.end < MIN_READ:
+            pending = self.end - self.start
+            # a larger body fails in parse(); never allocate for it
+            need = min(self.decoder.frame_size(self.buf, self.start, self.end) or 0, MAX_BODY)
+            size = max(len(self.buf), need + MIN_READ)
+            if size > len(self.buf):
+                grown = bytearray(size)
+                grown[:pending] = self.buf[self.start:self.end]
+                self.buf = grown
+            else:
+                self.buf[:pending] = self.buf[self.start:self.end]
+            self.start, self.end = 0, pending
+        return memoryview(self.buf)[self.end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.end += nbytes
+        self.received = True
+        self._decode()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc or ConnectionError("master closed the connection"))
+
+    # ---- frames ------------------------------------------------------------------------
+
+    def _fail(self, exc: BaseException) -> None:
+        if not self.closed.done():
+            self.closed.set_exception(exc)
+            self.closed.exception()  # retrieved by the session, or by nobody after a stop
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _decode(self) -> None:
+        if self.closed.done():
+            return
+        try:
+            if not self.transferring:
+                if not self.handshake.done():
+                    self._decode_handshake()
+                return
+            self._append_frames()
+        except HAProtocolError as exc:
+            self._fail(exc)
+
+    def _decode_handshake(self) -> None:
+        frames, used = self.decoder.parse(self.buf, self.start, self.end,
+                                          stop_after_handshake=True)
+        if not frames:
+            return
+        self.start += used
+        hs = frames[0]
+        if not isinstance(hs, MasterHandshake):
+            raise HAProtocolError("the master's first frame is not a handshake")
+        self.handshake.set_result(hs)
+
+    def _append_frames(self) -> None:
+        frames, used = self.decoder.parse(self.buf, self.start, self.end)
+        if not frames:
+            return
+        client = self.client
+        for frame in frames:
+            if not isinstance(frame, Transfer):
+                raise HAProtocolError("handshake in the middle of a transfer")
+            client.append(frame)
+        self.start += used
+        if self.start == self.end:
+            self.start = self.end = 0
+        max_offset = client.store.commitlog_max_offset
+        if self._durable:
+            self._ack_wanted = max_offset
+            self._ack_ready.set()
+        else:
+            self.write(SlaveAck(max_offset).encode())
+
+    async def _ack_flushed(self) -> None:
+        """SYNC_FLUSH: ack what is flushed, as soon as it is."""
+        store = self.client.store
+        try:
+            while True:
+                await self._ack_ready.wait()
+                self._ack_ready.clear()
+                target = self._ack_wanted
+                if not await store.wait_replicated_durable(target):
+                    raise HAProtocolError(f"commitlog did not flush the bytes below {target}")
+                self.write(SlaveAck(target).encode())
+        except HAProtocolError as exc:
+            self._fail(exc)

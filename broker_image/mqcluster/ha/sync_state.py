@@ -89,7 +89,17 @@ class SyncStateView:
         return min(self.offset_of(b) for b in self.members | {self.master_id})
 
     def acked_by_all(self, end_offset: int) -> bool:
-        return all(self.offset_of(b) >= end_offset for b in self.ack_members | {self.master_id})
+        # Asked for every waiting write after every ack: no sets built here.
+        if self.master_max < end_offset:
+            return False
+        replicas = self.replicas
+        for members in (self.members, self.proposed or ()):
+            for b in members:
+                if b != self.master_id:
+                    rp = replicas.get(b)
+                    if (rp.ack_offset if rp is not None else 0) < end_offset:
+                        return False
+        return True
 
     def acked_count(self, end_offset: int) -> int:
         """Replicas (master included) holding everything below ``end_offset``."""

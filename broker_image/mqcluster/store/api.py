@@ -456,21 +456,40 @@ class MessageStore:
         """Raw commitlog bytes from ``offset``, never crossing a segment end."""
         return self._commitlog.read(offset, max_bytes)
 
+    def commitlog_region(self, offset: int, max_bytes: int) -> tuple[int, int, int] | None:
+        """Where ``read_commitlog(offset, max_bytes)`` would read: ``(fd, position,
+        length)``, for ``os.sendfile``; valid until the event loop runs again."""
+        return self._commitlog.region(offset, max_bytes)
+
     async def append_commitlog(self, offset: int, data: bytes) -> bool:
         """Slave side: append raw bytes replicated from the master at ``offset``.
 
         Returns ``False`` when ``offset`` is not the current end (an empty store accepts
         any segment start). With SYNC_FLUSH it returns once the bytes are fsynced.
         """
+        if not self.append_replicated(offset, data):
+            return False
+        return await self.wait_replicated_durable(offset + len(data))
+
+    def append_replicated(self, offset: int, data: bytes | memoryview) -> bool:
+        """``append_commitlog`` without the flush wait (``wait_replicated_durable``)."""
         was_empty = self._commitlog.files.empty
         if not self._commitlog.append_raw(offset, data):
             return False
         if was_empty:
             self._dispatcher.offset = offset
         self._dispatch.wake()
-        if self.config.flushDiskType is FlushDiskType.SYNC_FLUSH and self._flusher is not None:
-            return await self._flusher.wait_flushed(offset + len(data),
-                                                    self.config.syncFlushTimeout / 1000)
+        return True
+
+    @property
+    def replicated_writes_wait_flush(self) -> bool:
+        """SYNC_FLUSH: replicated bytes count as written only once fsynced."""
+        return self.config.flushDiskType is FlushDiskType.SYNC_FLUSH and self._flusher is not None
+
+    async def wait_replicated_durable(self, end: int) -> bool:
+        """True once everything below ``end`` is as durable as flushDiskType promises."""
+        if self.replicated_writes_wait_flush and self._flusher is not None:
+            return await self._flusher.wait_flushed(end, self.config.syncFlushTimeout / 1000)
         return True
 
     @property

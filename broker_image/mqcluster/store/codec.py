@@ -15,7 +15,7 @@ import functools
 import ipaddress
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -293,6 +293,61 @@ def check(buf: bytes | memoryview, pos: int, expected_offset: int, verify_crc: b
     info = DispatchInfo(topic, queue_id, queue_offset, physical, size, tags_code(tags),
                         store_ts, sys_flag)
     return Checked(RecordKind.MESSAGE, size, info)
+
+
+DispatchEntry = tuple[int, int, int, int]
+"""queue offset, commitlog offset, size, tags code: one consume-queue entry."""
+
+
+def dispatch_run(buf: bytes, base: int, max_size: int,
+                 bucket_for: Callable[[str, int], list[DispatchEntry]]) -> tuple[int, int]:
+    """Step over the well-formed message records at the head of ``buf`` (which sits at
+    commitlog offset ``base``), appending each one's consume-queue entry to the list
+    ``bucket_for(topic, queue_id)`` names (asked once per run of one queue).
+
+    Returns the bytes stepped over and the store timestamp of the last record (-1 if
+    none). It stops at the first record that is not a whole, consistent message inside
+    ``buf`` and leaves that one to ``check``, which says what it is. The same checks as
+    ``check`` without CRC, with no objects per record: a replica dispatches every
+    record it copies through here."""
+    i, n, last_ts = 0, len(buf), -1
+    unpack, i32, i16 = HEADER.unpack_from, I32.unpack_from, I16.unpack_from
+    no_queue, tx_mask, tags_key = NO_QUEUE_OFFSET_TYPES, TRANSACTION_TYPE_MASK, _TAGS_KEY
+    last_topic, last_qid = b"", -1
+    bucket: list[DispatchEntry] = []
+    try:
+        while n - i >= FIXED_SIZE:
+            (size, magic, _, queue_id, _, queue_offset, physical, sys_flag, _, store_ts, _, _
+             ) = unpack(buf, i)
+            end = i + size
+            if (magic != MESSAGE_MAGIC or size < FIXED_SIZE or size > max_size or end > n
+                    or physical != base + i):
+                break
+            p = i + FIXED_SIZE
+            p += 1 + buf[p]  # bornHost
+            p += 1 + buf[p]  # storeHost
+            body_len = i32(buf, p)[0]
+            p += 4 + body_len
+            topic_len = i16(buf, p)[0]
+            props_at = p + 2 + topic_len
+            if body_len < 0 or topic_len < 0 or props_at + 2 > end:
+                break
+            props_len = i16(buf, props_at)[0]
+            if props_len < 0 or props_at + 2 + props_len != end:
+                break
+            if sys_flag & tx_mask not in no_queue:
+                topic_raw = buf[p + 2:props_at]
+                tags = (_tags_in(buf, props_at + 2, end)
+                        if buf.find(tags_key, props_at + 2, end) >= 0 else None)
+                if queue_id != last_qid or topic_raw != last_topic:
+                    bucket = bucket_for(_topic_name(topic_raw), queue_id)
+                    last_topic, last_qid = topic_raw, queue_id
+                bucket.append((queue_offset, physical, size, tags_code(tags) if tags else 0))
+            last_ts = store_ts
+            i = end
+    except (IndexError, struct.error, UnicodeDecodeError):
+        pass  # the record at ``i``: ``check`` names what is wrong with it
+    return i, last_ts
 
 
 def _find_property(raw: bytes, name: str) -> str | None:

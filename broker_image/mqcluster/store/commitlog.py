@@ -249,7 +249,7 @@ class CommitLog:
         self.recent.clear()
         self._recent_entries = 0
 
-    def append_raw(self, offset: int, data: bytes) -> bool:
+    def append_raw(self, offset: int, data: bytes | memoryview) -> bool:
         """Append replicated bytes at ``offset``: the current end, or any segment start
         when the commitlog is empty (a replica that starts from the master's last file)."""
         self.forget_recent()
@@ -304,6 +304,14 @@ class CommitLog:
         if seg is None or offset >= seg.end:
             return b""
         return seg.read(offset - seg.start, min(max_bytes, seg.end - offset))
+
+    def region(self, offset: int, max_bytes: int) -> tuple[int, int, int] | None:
+        """``(fd, position in the file, length)`` of the written bytes from ``offset``,
+        at most ``max_bytes``, never crossing a segment end; None if there are none."""
+        seg = self.files.find(offset)
+        if seg is None or offset >= seg.end or seg.fd < 0:
+            return None
+        return seg.fd, offset - seg.start, min(max_bytes, seg.end - offset)
 
     def read_message(self, offset: int, size: int | None = None) -> StoredMessage | None:
         """The message at ``offset``, or ``None`` if there is none or it fails its CRC."""

@@ -5,16 +5,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from mqcluster.store.codec import RecordKind, consumes_queue_offset
+from mqcluster.store.codec import RecordKind, consumes_queue_offset, dispatch_run
 from mqcluster.store.commitlog import CommitLog, CqEntryOf, QueueRun
 from mqcluster.store.consume_queue import ConsumeQueue
 from mqcluster.store.consume_queue_store import ConsumeQueueStore
-from mqcluster.store.scanner import scan
+from mqcluster.store.scanner import CHUNK, scan
 
 log = logging.getLogger(__name__)
 
 ArrivalListener = Callable[[str, int, int], None]
 Entry = tuple[int, int, int, int]
+ONE_RECORD_READ = 64 * 1024
+"""Bytes read for a record the fast walk left alone (``scan`` reads more if it is longer)."""
 
 
 class Dispatcher:
@@ -85,8 +87,40 @@ class Dispatcher:
 
     def _scan(self, pos: int, limit: int, budget_end: int,
               pending: dict[ConsumeQueue, list[Entry]]) -> tuple[int, bool]:
-        """Scan records in ``[pos, limit)``; ``(new position, True if it must stop here)``."""
-        for off, rec in scan(self.commitlog.files, pos, limit, verify_crc=False):
+        """Scan records in ``[pos, limit)``; ``(new position, True if it must stop here)``.
+
+        Whole messages are read a chunk at a time by ``dispatch_run``; any other record
+        (blank, end of data, a record cut by ``limit``, damage) goes through ``scan``."""
+        files = self.commitlog.files
+        max_size = files.segment_size
+        queues = self.queues
+
+        def bucket_for(topic: str, queue_id: int) -> list[Entry]:
+            return pending.setdefault(queues.find_or_create(topic, queue_id), [])
+
+        while pos < limit:
+            seg = files.find(pos)
+            if seg is not None and pos < min(seg.end, limit):
+                buf = seg.read(pos - seg.start, min(min(seg.end, limit) - pos, CHUNK))
+                stepped, store_ts = dispatch_run(buf, pos, max_size, bucket_for)
+                if stepped:
+                    pos += stepped
+                    self.last_store_timestamp = store_ts
+                    if pos >= budget_end:
+                        return pos, True
+                    continue
+            pos, stop = self._scan_one(pos, limit, pending)
+            if stop:
+                return pos, True
+            if pos >= budget_end:
+                return pos, True
+        return pos, False
+
+    def _scan_one(self, pos: int, limit: int,
+                  pending: dict[ConsumeQueue, list[Entry]]) -> tuple[int, bool]:
+        """The one record at ``pos``: ``(position after it, True if it must stop here)``."""
+        for off, rec in scan(self.commitlog.files, pos, limit, verify_crc=False,
+                             chunk=ONE_RECORD_READ):
             if rec.kind is RecordKind.MESSAGE and rec.info is not None:
                 info = rec.info
                 if consumes_queue_offset(info.sys_flag):
@@ -94,15 +128,11 @@ class Dispatcher:
                     pending.setdefault(cq, []).append(
                         (info.queue_offset, off, rec.size, info.tags_code))
                 self.last_store_timestamp = info.store_timestamp
-                pos = off + rec.size
-            elif rec.kind is RecordKind.BLANK:
-                pos = off + rec.size
-            else:
-                if rec.kind is RecordKind.CORRUPT and self.stuck_reason != rec.reason:
-                    self.stuck_reason = rec.reason
-                    log.error("dispatch stopped at corrupt commitlog record %d: %s",
-                              off, rec.reason)
-                return pos, True
-            if pos >= budget_end:
-                return pos, True
-        return pos, pos < limit
+                return off + rec.size, False
+            if rec.kind is RecordKind.BLANK:
+                return off + rec.size, False
+            if rec.kind is RecordKind.CORRUPT and self.stuck_reason != rec.reason:
+                self.stuck_reason = rec.reason
+                log.error("dispatch stopped at corrupt commitlog record %d: %s", off, rec.reason)
+            return pos, True
+        return pos, True
