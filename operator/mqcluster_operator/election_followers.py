@@ -135,6 +135,19 @@ class BrokerGroupFollower:
             ] + list(self._conditions.values())
         return out
 
+    async def write_with_condition(
+        self, ref: Ref, status: Mapping[str, Any], patch: dict[str, Any], kind: str,
+        condition: tuple[bool | None, str, str] | None,
+    ) -> None:
+        """Writes ``patch`` and, when given and changed, the ``kind`` condition."""
+        if condition is not None:
+            conds = conditions.set_condition(status.get("conditions", []), kind, *condition,
+                                             self.clock())
+            if differs(conds, status.get("conditions")):
+                patch["conditions"] = conds
+        if patch:
+            await self.write_status(ref, patch)
+
     async def write_status(self, ref: Ref, patch: Mapping[str, Any]) -> None:
         await self.api.write_status(ref, patch, conditions.FOLLOWER)
         self._records.update({k: v for k, v in patch.items() if k in OWN_RECORDS})
@@ -324,13 +337,7 @@ class BrokerGroupFollower:
         patch: dict[str, Any] = {}
         if step.conflicts is not None:
             patch["epochConflicts"] = step.conflicts
-        if step.condition is not None:
-            conds = conditions.set_condition(status.get("conditions", []), "Degraded",
-                                             *step.condition, now)
-            if differs(conds, status.get("conditions")):
-                patch["conditions"] = conds
-        if patch:
-            await self.write_status(ref, patch)
+        await self.write_with_condition(ref, status, patch, "Degraded", step.condition)
         if step.clear_annotation:
             await self.api.patch(
                 ref, {"metadata": {"annotations": {names.ANNOTATION_WIPE_REPLICA: None}}})
@@ -381,13 +388,7 @@ class BrokerGroupFollower:
         patch: dict[str, Any] = {}
         if step.status is not None:
             patch["scaling"] = step.status or None
-        if condition is not None:
-            conds = conditions.set_condition(status.get("conditions", []), "Scaling",
-                                             *condition, self.clock())
-            if differs(conds, status.get("conditions")):
-                patch["conditions"] = conds
-        if patch:
-            await self.write_status(ref, patch)
+        await self.write_with_condition(ref, status, patch, "Scaling", condition)
         if step.event is not None:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, step.event[1])
             await self.api.post_event(build_event(body, step.event[0], "Scaling",
@@ -428,13 +429,7 @@ class BrokerGroupFollower:
         patch: dict[str, Any] = {}
         if step.status is not None:
             patch["migration"] = step.status or None
-        if step.condition is not None:
-            conds = conditions.set_condition(status.get("conditions", []), "Migrating",
-                                             *step.condition, self.clock())
-            if differs(conds, status.get("conditions")):
-                patch["conditions"] = conds
-        if patch:
-            await self.write_status(ref, patch)
+        await self.write_with_condition(ref, status, patch, "Migrating", step.condition)
         if step.clear_annotation:
             await self.api.patch(
                 ref, {"metadata": {"annotations": {names.ANNOTATION_MIGRATION: None}}})
@@ -637,13 +632,7 @@ class BrokerGroupFollower:
         patch: dict[str, Any] = {}
         if step.status is not None and differs(step.status, recorded):
             patch["upgrade"] = merge_patch(recorded, step.status) if step.status else None
-        if step.condition is not None:
-            conds = conditions.set_condition(
-                status.get("conditions", []), "Upgrading", *step.condition, now)
-            if differs(conds, status.get("conditions")):
-                patch["conditions"] = conds
-        if patch:
-            await self.write_status(ref, patch)
+        await self.write_with_condition(ref, status, patch, "Upgrading", step.condition)
         if step.status is not None:
             self._upgrade = dict(step.status)
         if step.clear_resume:

@@ -42,13 +42,7 @@ def epochs_of(loop: Loop, pod: str) -> list[dict[str, Any]]:
 async def test_a_replica_with_a_foreign_epoch_history_is_reported_then_wiped_on_approval(
         loop: Loop) -> None:
     h = loop.h
-    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
-                        "metadata": {"name": "mqc", "namespace": NS},
-                        "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
-    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
-                        "metadata": {"name": "bg", "namespace": NS},
-                        "spec": {"mode": "Controller", "replicas": 3,
-                                 "controllerRef": {"name": "mqc"}}})
+    await loop.create_group("Controller")
     await h.eventually(lambda: len(loop.status().get("syncStateSet") or []) == 3
                        and loop.status().get("masterPod"), timeout=90,
                        what=lambda: f"a full SyncStateSet; status {loop.status()}")

@@ -75,6 +75,16 @@ class Loop:
     def status(self) -> dict[str, Any]:
         return (self.h.obj(BG, "bg", NS) or {}).get("status") or {}
 
+    async def create_group(self, mode: str, **spec: Any) -> None:
+        """A Controller ``mqc`` (embedded in one name server) and a BrokerGroup ``bg`` of 3."""
+        await self.h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
+                                 "metadata": {"name": "mqc", "namespace": NS},
+                                 "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
+        await self.h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
+                                 "metadata": {"name": "bg", "namespace": NS},
+                                 "spec": {"mode": mode, "replicas": 3,
+                                          "controllerRef": {"name": "mqc"}, **spec}})
+
     def step(self) -> str | None:
         return (self.status().get("migration") or {}).get("step")
 
@@ -162,13 +172,7 @@ async def consume(namesrv: str, want: int) -> int:
 
 async def dledger_group_with_a_topic(loop: Loop) -> None:
     h = loop.h
-    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
-                        "metadata": {"name": "mqc", "namespace": NS},
-                        "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
-    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
-                        "metadata": {"name": "bg", "namespace": NS},
-                        "spec": {"mode": "DLedger", "replicas": 3,
-                                 "controllerRef": {"name": "mqc"}}})
+    await loop.create_group("DLedger")
     await h.eventually(lambda: loop.status().get("masterPod") and loop.status().get("phase")
                        == "Running", timeout=90, what="the DLedger group running")
     leader = loop.master_addr()

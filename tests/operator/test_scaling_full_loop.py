@@ -40,14 +40,7 @@ def max_offset(loop: Loop, pod: str) -> int | None:
 async def test_scaling_3_to_2_to_3_moves_the_master_retires_the_replica_and_resyncs_it(
         loop: Loop) -> None:
     h = loop.h
-    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
-                        "metadata": {"name": "mqc", "namespace": NS},
-                        "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
-    await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
-                        "metadata": {"name": "bg", "namespace": NS},
-                        "spec": {"mode": "Controller", "replicas": 3,
-                                 "controllerRef": {"name": "mqc"},
-                                 "storage": {"reclaimPolicy": "Delete"}}})
+    await loop.create_group("Controller", storage={"reclaimPolicy": "Delete"})
     await h.eventually(lambda: len(loop.status().get("syncStateSet") or []) == 3
                        and loop.status().get("masterPod"), timeout=90,
                        what=lambda: f"a full SyncStateSet; status {loop.status()}")
