@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from chaos.cluster import ChaosCluster
 from chaos.controller_mode import ControllerCluster
+from chaos.netns import Host
 
 Inject = Callable[[ChaosCluster, random.Random], Awaitable[str]]
 
@@ -26,6 +27,18 @@ class Fault:
 
 def hold_s(rng: random.Random) -> float:
     return rng.uniform(1.5, 4.0)
+
+
+@contextlib.contextmanager
+def partitioned(c: ChaosCluster, pairs: list[tuple[Host, Host]]) -> Iterator[None]:
+    """Each pair of hosts cut from each other for the block, healed after it."""
+    for a, b in pairs:
+        c.net.partition(a, b)
+    try:
+        yield
+    finally:
+        for a, b in pairs:
+            c.net.heal(a, b)
 
 
 async def until_new_master(c: ChaosCluster, old: int, timeout: float) -> bool:
@@ -80,45 +93,31 @@ async def kill_namesrv(c: ChaosCluster, rng: random.Random) -> str:
 async def partition_master_controllers(c: ChaosCluster, rng: random.Random) -> str:
     assert isinstance(c, ControllerCluster)
     m = await c.wait_master()
-    pairs = [(c.brokers[m].host, ctl.host) for ctl in c.controllers]
-    for a, b in pairs:
-        c.net.partition(a, b)
-    try:
+    with partitioned(c, [(c.brokers[m].host, ctl.host) for ctl in c.controllers]):
         elected = await until_new_master(c, m, 20)
-    finally:
-        for a, b in pairs:
-            c.net.heal(a, b)
     return f"partition b{m} (master) | controllers, {'new master' if elected else 'kept'}"
 
 
 async def partition_master_slaves(c: ChaosCluster, rng: random.Random) -> str:
     m = await c.wait_master()
-    pairs = [(c.brokers[m].host, b.host) for i, b in enumerate(c.brokers) if i != m]
-    for a, b in pairs:
-        c.net.partition(a, b)
     # Long enough, sometimes, for the master to drop them from its SyncStateSet
     # (haMaxTimeSlaveNotCatchup is 4 s) and acknowledge alone.
     held = rng.uniform(2.0, 6.0)
-    try:
+    with partitioned(c, [(c.brokers[m].host, b.host)
+                         for i, b in enumerate(c.brokers) if i != m]):
         if c.mode == "dledger":  # the followers elect one of themselves
             await until_new_master(c, m, 20)
         else:
             await asyncio.sleep(held)
-    finally:
-        for a, b in pairs:
-            c.net.heal(a, b)
     return f"partition b{m} (master) | other replicas"
 
 
 async def partition_clients_master(c: ChaosCluster, rng: random.Random) -> str:
     m = await c.wait_master()
     assert c.client is not None
-    c.net.partition(c.client, c.brokers[m].host)
     held = hold_s(rng)
-    try:
+    with partitioned(c, [(c.client, c.brokers[m].host)]):
         await asyncio.sleep(held)  # clients must go on through the other replicas
-    finally:
-        c.net.heal(c.client, c.brokers[m].host)
     return f"partition clients | b{m} (master) for {held:.1f} s"
 
 
