@@ -78,6 +78,12 @@ async def test_a_dledger_group_hands_leadership_over_before_its_leader_restarts(
     old_leader = run.masters[0]
     assert sorted(run.started) == ["bg-0", "bg-1", "bg-2"]
     assert run.started[-1] == old_leader and run.masters[-1] != old_leader
-    assert any("transferring leadership to" in e for e in run.events)
+    # The leader hands over to an upgraded follower before its restart, unless an upgraded
+    # follower has already won an election by then (a restarted member campaigns at once):
+    # then the old leader is restarted as the follower it has become.
+    transferred = any("transferring leadership to" in e for e in run.events)
+    as_follower = any(c[1] == "RestartingSlave" and f"restarting {old_leader} " in c[2]
+                      for c in run.upgrading)
+    assert transferred or as_follower, run.upgrading
     assert run.upgrading[-1][:2] == ("False", "UpToDate")
     assert run.lost == []

@@ -29,6 +29,17 @@ def test_append_persist_and_reload(tmp_path: Path) -> None:
     assert again.last_epoch == 2
 
 
+def test_an_epoch_without_messages_is_replaced_by_the_next(tmp_path: Path) -> None:
+    """A master elected twice with no write in between: its replicas never see the empty
+    epoch, so neither does its own file."""
+    path = str(tmp_path / "epochFileCheckpoint")
+    c = EpochFileCache.load(path)
+    assert c.append(1, 0) and c.append(2, 500) and c.append(3, 500)
+    assert not c.append(2, 600)
+    assert EpochFileCache.load(path).entries == [EpochEntry(1, 0, 500),
+                                                 EpochEntry(3, 500, OPEN_END)]
+
+
 def test_damaged_file_falls_back_to_backup(tmp_path: Path) -> None:
     path = tmp_path / "epoch"
     c = EpochFileCache(str(path))

@@ -139,6 +139,10 @@ class EpochFileCache:
                     return True
                 if epoch <= last_epoch or start_offset < last_start:
                     return False
+                if start_offset == last_start:
+                    # The last epoch holds no message. The other replicas learn an epoch
+                    # only from its messages, so it goes: every file stays the same.
+                    self._starts.pop()
             self._starts.append((epoch, start_offset))
             self._last_end = OPEN_END
             self._persist()
