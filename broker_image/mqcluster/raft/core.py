@@ -40,7 +40,7 @@ from mqcluster.raft.membership import (
     without_member,
 )
 from mqcluster.raft.progress import Progress, ProgressState
-from mqcluster.raft.quorum import quorum_index, quorum_size
+from mqcluster.raft.quorum import quorum_index
 from mqcluster.raft.raftlog import RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
@@ -1099,14 +1099,14 @@ class RaftNode:
     def _quorum_heard_at(self) -> float:
         """The latest time by which a majority of voters (this leader included) had
         answered in this term."""
-        heard = sorted(
-            (p.last_heard for peer, p in self._progress.items() if peer in self._voters),
-            reverse=True,
-        )
-        need = quorum_size(len(self._voters)) - 1  # the leader counts itself
-        if need <= 0:
-            return self._now
-        return heard[need - 1] if len(heard) >= need else float("-inf")
+        heard = []
+        for voter in self._voters:
+            progress = self._progress.get(voter)
+            if voter == self.id:
+                heard.append(self._now)
+            else:
+                heard.append(progress.last_heard if progress is not None else float("-inf"))
+        return quorum_index(heard)
 
     def _sync_progress(self) -> None:
         members = set(self._membership.voters) | set(self._membership.learners)

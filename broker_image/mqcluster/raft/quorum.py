@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
+
+T = TypeVar("T", int, float)
 
 
 def quorum_size(voter_count: int) -> int:
@@ -13,8 +16,9 @@ def is_quorum(count: int, voter_count: int) -> bool:
     return count >= quorum_size(voter_count)
 
 
-def quorum_index(match_indexes: Iterable[int]) -> int:
-    """The highest index that a majority of the given voters hold."""
+def quorum_index(match_indexes: Iterable[T]) -> T | int:
+    """The highest value that a majority of the given voters have reached (an index
+    they hold, a time by which they had answered)."""
     ordered = sorted(match_indexes, reverse=True)
     if not ordered:
         return 0
