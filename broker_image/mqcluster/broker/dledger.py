@@ -26,7 +26,7 @@ from pathlib import Path
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
 from mqcluster.broker.slave_sync import MetadataSync
-from mqcluster.common.wallclock import wall_time
+from mqcluster.common.wallclock import wall_ms
 from mqcluster.ha.dledger_entry import RawEntry, decode_entry, encode_batch, encode_raw_batch
 from mqcluster.raft.node import (
     ProposalError,
@@ -218,7 +218,7 @@ class DLedgerReplication:
     # ---- writes -------------------------------------------------------------------
 
     async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
-        data = encode_batch(list(recs), int(wall_time() * 1000), self.ctx.addresses.broker)
+        data = encode_batch(list(recs), wall_ms(), self.ctx.addresses.broker)
         try:
             results: list[PutResult] = await self.runner.propose(data)
         except RaftNotLeaderError as exc:
@@ -237,7 +237,7 @@ class DLedgerReplication:
                                  store_cfg.maxPropertiesSize, store_cfg.mappedFileSizeCommitLog)
         if problem is not None:  # refused before it enters the log
             return BatchPutResult(problem[0], remark=problem[1])
-        now_ms, host = int(wall_time() * 1000), self.ctx.addresses.broker
+        now_ms, host = wall_ms(), self.ctx.addresses.broker
         data = encode_raw_batch(batch, now_ms, host)
         sm = self.state_machine
         sm.expect(data, RawEntry(now_ms, host, batch))

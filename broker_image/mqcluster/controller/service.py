@@ -90,10 +90,6 @@ def _monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def _wall_ms() -> int:
-    return wall_ms()
-
-
 @dataclass
 class ElectionRecord:
     broker_name: str
@@ -130,7 +126,7 @@ class ControllerService:
         *,
         consensus_factory: ConsensusFactory | None = None,
         clock_ms: Callable[[], int] = _monotonic_ms,
-        wall_ms: Callable[[], int] = _wall_ms,
+        wall_ms: Callable[[], int] = wall_ms,
         run_scanner: bool = True,
     ) -> None:
         self.config = config

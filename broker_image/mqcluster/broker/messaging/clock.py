@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from mqcluster.common.wallclock import wall_time
+from mqcluster.common.wallclock import wall_ms
 
 
 class Clock(Protocol):
@@ -13,7 +13,7 @@ class Clock(Protocol):
 
 class SystemClock:
     def now_ms(self) -> int:
-        return int(wall_time() * 1000)
+        return wall_ms()
 
 
 class ManualClock:
