@@ -203,7 +203,7 @@ class BrokerGroupFollower:
             return ProbeTarget(controller_addrs=view.controller_addr) if view else None
         health = tuple(
             (
-                f"{names.pod_dns(meta['name'], i, meta['namespace'])}:{spec.ports.listen}",
+                broker_addr(meta["name"], meta["namespace"], spec, i),
                 f"http://{names.pod_dns(meta['name'], i, meta['namespace'])}:"
                 f"{spec.ports.metrics}/health",
             )
@@ -314,8 +314,7 @@ class BrokerGroupFollower:
             return
         self._epochs_at = time.monotonic()
         ns = ref.namespace
-        addrs = {p.name: f"{names.pod_dns(ref.name, int(p.name.rsplit('-', 1)[1]), ns)}"
-                         f":{spec.ports.listen}" for p in pods}
+        addrs = {p.name: broker_addr(ref.name, ns, spec, p.name) for p in pods}
         answers = await self.driver.epochs(list(addrs.values()))
         self._epochs = {pod: answers[a] for pod, a in addrs.items() if a in answers}
         master = status.get("masterPod")
@@ -422,8 +421,7 @@ class BrokerGroupFollower:
         step = plan_migration(spec, applied, recorded, annotation, facts)
         if step is None:
             return False
-        brokers = [f"{names.pod_dns(ref.name, i, ref.namespace)}:{spec.ports.listen}"
-                   for i in range(spec.replicas)]
+        brokers = [broker_addr(ref.name, ref.namespace, spec, i) for i in range(spec.replicas)]
         if step.action is not None:
             await self.driver.set_writes(brokers, on=step.action == "writes_on")
         patch: dict[str, Any] = {}
@@ -454,11 +452,8 @@ class BrokerGroupFollower:
         step = (recorded or {}).get("step")
         if leader and step in (None, "Draining") \
                 and spec.migration.drainPolicy == "WaitForConsumers":
-            ns = body["metadata"]["namespace"]
-            ordinal = leader.rsplit("-", 1)[-1]
-            lag = await self.driver.lag(
-                f"{names.pod_dns(body['metadata']['name'], int(ordinal), ns)}"
-                f":{spec.ports.listen}")
+            lag = await self.driver.lag(broker_addr(
+                body["metadata"]["name"], body["metadata"]["namespace"], spec, leader))
         meta = body["metadata"]
         behind = None
         if leader and step == "Draining":
@@ -486,7 +481,7 @@ class BrokerGroupFollower:
         """The pods whose topics or subscription groups differ from the leader's."""
         meta = body["metadata"]
         name, ns = meta["name"], meta["namespace"]
-        addrs = {names.pod(name, i): f"{names.pod_dns(name, i, ns)}:{spec.ports.listen}"
+        addrs = {names.pod(name, i): broker_addr(name, ns, spec, i)
                  for i in range(spec.replicas)}
         if leader not in addrs:
             return None
@@ -609,10 +604,9 @@ class BrokerGroupFollower:
                 failed = f"upgrade: switchover to {step.switchover_to} failed: {why_not}"
         if step.transfer_to:
             master = str(status.get("masterPod"))
-            ordinal = int(master.rsplit("-", 1)[1])
             try:
                 await self.upgrades.transfer_leadership(
-                    f"{names.pod_dns(ref.name, ordinal, ref.namespace)}:{spec.ports.listen}",
+                    broker_addr(ref.name, ref.namespace, spec, master),
                     f"n{int(step.transfer_to.rsplit('-', 1)[1])}")
             except Exception as exc:
                 failed = f"upgrade: leadership transfer to {step.transfer_to} failed: {exc}"
@@ -649,8 +643,7 @@ class BrokerGroupFollower:
         is not behind by the writes that happened in between."""
         master = status.get("masterPod")
         order = sorted(pods, key=lambda p: (p.name != master, p.name))
-        addrs = {f"{names.pod_dns(ref.name, int(p.name.rsplit('-', 1)[1]), ref.namespace)}"
-                 f":{spec.ports.listen}": p.name for p in order}
+        addrs = {broker_addr(ref.name, ref.namespace, spec, p.name): p.name for p in order}
         answers = await self.upgrades.max_offsets(list(addrs))
         return {addrs[a]: offset for a, offset in answers.items()}
 
@@ -668,7 +661,7 @@ class BrokerGroupFollower:
         if changes is None:
             return
         if changes:
-            brokers = [f"{names.pod_dns(ref.name, i, ref.namespace)}:{spec.ports.listen}"
+            brokers = [broker_addr(ref.name, ref.namespace, spec, i)
                        for i in range(spec.replicas)]
             errors = await self.upgrades.update_config(brokers, changes)
             if errors:
@@ -699,6 +692,12 @@ def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any
         else:
             out[key] = value
     return out
+
+
+def broker_addr(name: str, namespace: str, spec: BrokerGroupSpec, pod: str | int) -> str:
+    """The remoting address of a BrokerGroup's pod (by name or ordinal)."""
+    ordinal = pod if isinstance(pod, int) else int(pod.rsplit("-", 1)[1])
+    return f"{names.pod_dns(name, ordinal, namespace)}:{spec.ports.listen}"
 
 
 def running_mode(body: Mapping[str, Any], spec: BrokerGroupSpec) -> str:
