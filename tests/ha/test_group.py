@@ -226,7 +226,7 @@ async def test_transfer_that_does_not_follow_restarts_the_handshake(
     handshakes = slave.handshakes
     bogus = Transfer(before + 4096, 1, 0, 0, b"\x00" * 64)
     with pytest.raises(HAProtocolError, match="does not follow"):
-        await slave.apply(bogus)
+        slave.append(bogus)
     assert store.commitlog_max_offset == before, "nothing is appended"
     # On the wire: the same frame from a fake master makes the slave handshake again.
     fake = await asyncio.start_server(lambda r, w: _send_bogus(r, w, bogus), "127.0.0.1", 0)

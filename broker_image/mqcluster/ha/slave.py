@@ -146,13 +146,6 @@ class HASlaveClient:
             await store.truncate_commitlog(point.truncate_to)
         self.epochs.truncate_suffix_by_offset(store.commitlog_max_offset)
 
-    async def apply(self, frame: Transfer) -> None:
-        """Append one frame and wait for the flush the store's flushDiskType promises."""
-        self.append(frame)
-        if frame.body and not await self.store.wait_replicated_durable(
-                self.store.commitlog_max_offset):
-            raise HAProtocolError(f"commitlog did not flush the bytes at {frame.offset}")
-
     def append(self, frame: Transfer) -> None:
         """Append a frame's bytes (no flush wait) and take its confirm offset."""
         store = self.store
