@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from chaos.cluster import ChaosCluster
-from mqcluster.broker.dledger import DLEDGER_STATUS, PROPERTY_DLEDGER_INDEX
+from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX, read_status
 from mqcluster.store.message import StoredMessage
-from mqcluster.wire.frame import RemotingCommand
-from mqcluster.wire.rpc import RpcError
 
 DLEDGER_PORT = 40911
 
@@ -30,13 +27,7 @@ class DLedgerCluster(ChaosCluster):
     async def status(self, i: int) -> dict[str, object] | None:
         if not self.brokers[i].alive or self.brokers[i].stopped:
             return None
-        try:
-            resp = await self.rpc.invoke(self.broker_addr(i),
-                                         RemotingCommand.request(DLEDGER_STATUS), 1.0)
-        except (RpcError, OSError, TimeoutError):
-            return None
-        data = json.loads(resp.body or b"{}")
-        return data if isinstance(data, dict) else None
+        return await read_status(self.rpc, self.broker_addr(i))
 
     async def master(self) -> int | None:
         for i in range(len(self.brokers)):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
-from mqcluster.broker.dledger import DLEDGER_STATUS
-from mqcluster.wire.frame import RemotingCommand
-from mqcluster.wire.rpc import RpcClient, RpcError
+from mqcluster.broker.dledger import read_status
+from mqcluster.wire.rpc import RpcClient
 from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
 from tests.ha.brokers import BrokerProcesses
 from tests.procs import free_addr
@@ -43,13 +41,7 @@ class DLedgerProcessGroup(BrokerProcesses):
     async def status(self, i: int) -> dict[str, object] | None:
         if not self.alive(i):
             return None
-        try:
-            resp = await self.rpc.invoke(self.brokers[i].addr,
-                                         RemotingCommand.request(DLEDGER_STATUS), 1.0)
-        except RpcError:
-            return None
-        data = json.loads(resp.body or b"{}")
-        return data if isinstance(data, dict) else None
+        return await read_status(self.rpc, self.brokers[i].addr)
 
     async def leader(self) -> int | None:
         for i in range(len(self.brokers)):

@@ -302,3 +302,14 @@ class DLedgerReplication:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 remark=f"not the DLedger leader (leader: {exc.leader_id})")
         return cmd.response(remark=f"transferring leadership to {target}")
+
+
+async def read_status(rpc: RpcClient, addr: str, timeout: float = 1.0) -> dict[str, object] | None:
+    """A replica's answer to DLEDGER_STATUS (peer id, role, term, indexes), or None when it
+    does not answer."""
+    try:
+        resp = await rpc.invoke(addr, RemotingCommand.request(DLEDGER_STATUS), timeout)
+    except (RpcError, OSError, TimeoutError):
+        return None
+    data = json.loads(resp.body or b"{}")
+    return data if isinstance(data, dict) else None
