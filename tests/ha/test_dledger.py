@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+import mqcluster.broker.dledger as dledger_module
 from mqcluster.admin.ops import dledger_status
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
 from mqcluster.client import AdminClient
+from mqcluster.ha.dledger_entry import decode_entry
+from mqcluster.raft.types import EntryType
 from mqcluster.store.message import PutStatus
 from tests.ha.dledger_group import DLedgerGroup
 from tests.ha.group import TOPIC, wait_until
@@ -176,5 +179,46 @@ async def test_followers_copy_the_leaders_topics(tmp_path: Path) -> None:
         followers = [i for i in range(3) if i != leader]
         await wait_until(lambda: all(g.broker(i).context.store.topics.get("CopiedTopic")
                                      for i in followers))
+    finally:
+        await g.stop()
+
+
+def entry_layouts(g: DLedgerGroup, i: int) -> list[str]:
+    node = g.broker(i).dledger.runner.node  # type: ignore[union-attr]
+    return [type(decode_entry(e.data)).__name__
+            for e in node.entries(1, node.last_index) if e.type == EntryType.NORMAL]
+
+
+async def test_batches_carry_the_leaders_records_once_every_replica_reads_them(
+        group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    dl = g.broker(leader).dledger
+    assert dl is not None
+    # (until its own first entry is applied, a new leader cannot tell where records go)
+    await wait_until(lambda: dl.peers_read_built and dl.runner.applied_everything)
+    for k in range(6):
+        assert (await g.put_batch(leader, [b"b%d-%d" % (k, j) for j in range(4)],
+                                  queue=k % 2)).status is PutStatus.PUT_OK
+    await same_everywhere(g)
+    assert entry_layouts(g, leader) == ["BuiltEntry"] * 6
+    for i in range(3):
+        assert g.broker(i).dledger.state_machine.rebuilt == 0  # type: ignore[union-attr]
+        assert len(bodies(g, i)) == 12
+
+
+async def test_a_replica_of_an_older_release_gets_entries_it_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every replica answers as a release before version 3 entries did
+    monkeypatch.setattr(dledger_module, "ENTRY_VERSION", 2)
+    g = DLedgerGroup(tmp_path)
+    try:
+        await g.start()
+        leader = await g.wait_leader()
+        for k in range(3):
+            assert (await g.put_batch(leader, [b"old-%d" % k])).status is PutStatus.PUT_OK
+        await same_everywhere(g)
+        assert entry_layouts(g, leader) == ["RawEntry"] * 3
+        assert not g.broker(leader).dledger.peers_read_built  # type: ignore[union-attr]
     finally:
         await g.stop()

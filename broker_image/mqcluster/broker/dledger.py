@@ -20,14 +20,28 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
+from mqcluster.broker.dledger_builder import EntryBuilder
 from mqcluster.broker.slave_sync import MetadataSync
 from mqcluster.common.wallclock import wall_ms
-from mqcluster.ha.dledger_entry import RawEntry, decode_entry, encode_batch, encode_raw_batch
+from mqcluster.ha.dledger_entry import (
+    BUILT_VERSION,
+    ENTRY_VERSION,
+    PROPERTY_DLEDGER_INDEX,
+    BuiltEntry,
+    RawEntry,
+    decode_entry,
+    encode_batch,
+    encode_built,
+    encode_raw_batch,
+    mark_positions,
+    unbuilt,
+)
 from mqcluster.raft.node import (
     ProposalError,
     RaftNotLeaderError,
@@ -52,9 +66,12 @@ from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcError
 
 log = logging.getLogger(__name__)
 
-PROPERTY_DLEDGER_INDEX = "DLEDGER_INDEX"
+__all__ = ["PROPERTY_DLEDGER_INDEX", "DLedgerReplication", "DLedgerStateMachine",
+           "last_applied", "read_status"]
+
 BROKER_ADDRESSES = 1101
-"""Asked on a peer's Raft address: the broker and gRPC addresses of that replica."""
+"""Asked on a peer's Raft address: the broker and gRPC addresses of that replica, and
+the newest entry layout it reads (``entryVersion``, absent before version 3)."""
 DLEDGER_STATUS = 1102
 """Asked on a broker's address: its Raft term, role, commit index and ledger end."""
 DLEDGER_TRANSFER_LEADERSHIP = 1103
@@ -92,23 +109,19 @@ def last_applied(commitlog_dir: Path, segment_size: int) -> Position | None:
     return last
 
 
-def _with_positions(props: list[bytes], index: int, start: int) -> list[bytes]:
-    """The stored properties strings with ``DLEDGER_INDEX`` appended, message ``start``
-    of entry ``index`` first."""
-    mark = b"%s\x01%d." % (PROPERTY_DLEDGER_INDEX.encode(), index)
-    return [b"%s%s%s%d\x02" % (p, b"" if not p or p[-1] == 2 else b"\x02", mark, i)
-            for i, p in enumerate(props, start)]
-
-
 class DLedgerStateMachine:
-    def __init__(self, store: MessageStore, resume_after: Position | None) -> None:
+    def __init__(self, store: MessageStore, resume_after: Position | None,
+                 on_rebuilt: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.resume_after = resume_after
+        self.on_rebuilt = on_rebuilt
+        self.rebuilt = 0
+        """Entries with records built ahead that had to be encoded again here."""
         # A leader's own proposals as it built them, by the identity of their data
         # (the entry carries the very same bytes object): applied without decoding.
-        self._proposed: dict[int, tuple[bytes, RawEntry]] = {}
+        self._proposed: dict[int, tuple[bytes, RawEntry | BuiltEntry]] = {}
 
-    def expect(self, data: bytes, decoded: RawEntry) -> None:
+    def expect(self, data: bytes, decoded: RawEntry | BuiltEntry) -> None:
         self._proposed[id(data)] = (data, decoded)
 
     def forget(self, data: bytes) -> None:
@@ -130,6 +143,8 @@ class DLedgerStateMachine:
         own = self._proposed.pop(id(entry.data), None)
         decoded = own[1] if own is not None and own[0] is entry.data else decode_entry(entry.data)
         start = self._first_unapplied(entry.index)
+        if isinstance(decoded, BuiltEntry):
+            return self._apply_built(entry.index, decoded, start)
         if isinstance(decoded, RawEntry):
             return self._apply_batch(entry.index, decoded, start)
         if start is None:
@@ -146,7 +161,7 @@ class DLedgerStateMachine:
         b = entry.batch
         if start is None or start >= len(b.bodies):
             return BatchPutResult(PutStatus.PUT_OK)
-        props = _with_positions(b.properties[start:], index, start)
+        props = mark_positions(b.properties[start:], index, start)
         tail = RawBatch(b.topic, b.queue_id, b.born_host, b.born_timestamp, b.bodies[start:],
                         props, b.tags_codes[start:], b.flags[start:], b.sys_flag,
                         b.reconsume_times)
@@ -154,6 +169,23 @@ class DLedgerStateMachine:
         if result.status is not PutStatus.PUT_OK:
             log.error("entry %d cannot be stored: %s", index, result.remark)
         return result
+
+    def _apply_built(self, index: int, entry: BuiltEntry, start: int | None) -> BatchPutResult:
+        """The records as the leader built them when this commitlog is where it placed
+        them (always, unless its projection was wrong); otherwise encoded again here,
+        as every replica does in the same state."""
+        if start is None or start >= len(entry.built.sizes):
+            return BatchPutResult(PutStatus.PUT_OK)
+        if start == 0 and entry.index == index:
+            result = self.store.append_built_batch(entry.built)
+            if result is not None:
+                if result.status is not PutStatus.PUT_OK:
+                    log.error("entry %d cannot be stored: %s", index, result.remark)
+                return result
+        self.rebuilt += 1
+        self.on_rebuilt()
+        raw = RawEntry(entry.built.store_timestamp, entry.store_host, unbuilt(entry))
+        return self._apply_batch(index, raw, start)
 
     def snapshot(self) -> bytes:
         raise RuntimeError("a DLedger commitlog takes no snapshots: the store is its state")
@@ -177,7 +209,8 @@ class DLedgerReplication:
         self.follower_id = 1 + list(peers).index(self.self_id)
         store = ctx.store
         resume = last_applied(cfg.commitlog_dir, cfg.mappedFileSizeCommitLog)
-        self.state_machine = DLedgerStateMachine(store, resume)
+        self.builder = EntryBuilder()
+        self.state_machine = DLedgerStateMachine(store, resume, self.builder.reset)
         raft_dir = Path(cfg.storePathDLedgerCommitLog
                         or Path(cfg.storePathRootDir) / "dledger")
         self.runner = RaftRunner(
@@ -196,6 +229,9 @@ class DLedgerReplication:
         registry.register(DLEDGER_TRANSFER_LEADERSHIP, self._transfer)
         self.rpc = RpcClient(connect_timeout=1.0)
         self._following: asyncio.Task[None] | None = None
+        self._asking_versions: asyncio.Task[None] | None = None
+        self.peers_read_built = False
+        """Every other replica reads version 3 entries (records built by the leader)."""
         store.writer = self
         # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
         # followers copy them from the leader, so a new leader knows them.
@@ -208,10 +244,11 @@ class DLedgerReplication:
 
     async def stop(self) -> None:
         await self.metadata.stop()
-        if self._following is not None:
-            self._following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._following
+        for task in (self._following, self._asking_versions):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.runner.stop()
         await self.rpc.close()
 
@@ -219,6 +256,7 @@ class DLedgerReplication:
 
     async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
         data = encode_batch(list(recs), wall_ms(), self.ctx.addresses.broker)
+        self.builder.reset()  # their size is known only once applied
         try:
             results: list[PutResult] = await self.runner.propose(data)
         except RaftNotLeaderError as exc:
@@ -230,40 +268,80 @@ class DLedgerReplication:
         return results
 
     async def put_batch(self, batch: RawBatch) -> BatchPutResult:
-        """One queue's batch as one entry, kept in the producer's layout (no per-message
-        decoding on the leader or the followers)."""
-        store_cfg = self.ctx.store.config
-        _, problem = check_batch(batch, self.ctx.addresses.broker, store_cfg.maxMessageSize,
-                                 store_cfg.maxPropertiesSize, store_cfg.mappedFileSizeCommitLog)
-        if problem is not None:  # refused before it enters the log
-            return BatchPutResult(problem[0], remark=problem[1])
+        """One queue's batch as one entry: its records encoded once, by the leader, when
+        it can tell where every replica will store them; otherwise in the producer's
+        layout (no per-message decoding on the leader or the followers)."""
         now_ms, host = wall_ms(), self.ctx.addresses.broker
-        data = encode_raw_batch(batch, now_ms, host)
+        built = self._build(batch, now_ms, host)
+        decoded: RawEntry | BuiltEntry
+        if isinstance(built, BatchPutResult):
+            return built
+        if built is not None:
+            data, decoded = encode_built(built.index, built.built, host, batch), built
+        else:
+            self.builder.reset()
+            store_cfg = self.ctx.store.config
+            _, problem = check_batch(batch, host, store_cfg.maxMessageSize,
+                                     store_cfg.maxPropertiesSize,
+                                     store_cfg.mappedFileSizeCommitLog)
+            if problem is not None:  # refused before it enters the log
+                return BatchPutResult(problem[0], remark=problem[1])
+            data, decoded = encode_raw_batch(batch, now_ms, host), RawEntry(now_ms, host, batch)
         sm = self.state_machine
-        sm.expect(data, RawEntry(now_ms, host, batch))
+        sm.expect(data, decoded)
         try:
             result = await self.runner.propose(data)
         except RaftNotLeaderError as exc:
+            self.builder.reset()
             return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE,
                                   remark=f"not the DLedger leader (leader: {exc.leader_id})")
         except ProposalError as exc:
+            self.builder.reset()
             return BatchPutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
         finally:
             sm.forget(data)
         assert isinstance(result, BatchPutResult)
         return result
 
+    def _build(self, batch: RawBatch, now_ms: int,
+               host: str) -> BuiltEntry | BatchPutResult | None:
+        """The batch as a version 3 entry, with its records encoded where every replica
+        will store them; None when this leader cannot tell where that is (then the
+        batch goes as version 2 and each replica encodes it)."""
+        builder, runner, store = self.builder, self.runner, self.ctx.store
+        if not self.peers_read_built:
+            return None
+        if not builder.ready:
+            if not runner.applied_everything:
+                return None
+            builder.start_from(store.commitlog_max_offset)
+        index = runner.next_index()
+        marked = replace(batch, properties=mark_positions(batch.properties, index, 0))
+        cfg = store.config
+        enc, problem = check_batch(marked, host, cfg.maxMessageSize, cfg.maxPropertiesSize,
+                                   cfg.mappedFileSizeCommitLog)
+        if enc is None:
+            assert problem is not None
+            return BatchPutResult(problem[0], remark=problem[1])
+        return builder.place(enc, index, now_ms, host, store.next_queue_offset,
+                             cfg.mappedFileSizeCommitLog)
+
     # ---- roles ----------------------------------------------------------------------
 
     def _role_changed(self, status: RaftStatus) -> None:
-        if self._following is not None:
-            self._following.cancel()
-            self._following = None
+        for task in (self._following, self._asking_versions):
+            if task is not None:
+                task.cancel()
+        self._following = self._asking_versions = None
+        self.builder.reset()
+        self.peers_read_built = False
         if status.role is Role.LEADER:
             addrs = self.ctx.addresses
             self.ctx.set_role(ReplicaRole(MASTER_ID, True, addrs.broker, addrs.grpc,
                                           status.term))
             log.info("DLedger leader of term %d: serving writes", status.term)
+            self._asking_versions = asyncio.get_running_loop().create_task(
+                self._ask_entry_versions())
             return
         self.ctx.set_role(ReplicaRole(self.follower_id, False, None, None, status.term))
         if status.leader_addr:
@@ -284,10 +362,30 @@ class DLedgerReplication:
                 log.info("leader at %s not answering yet (%s)", raft_addr, exc)
                 await asyncio.sleep(0.2)
 
+    async def _ask_entry_versions(self) -> None:
+        """Ask every other replica (on its Raft address) which entry layouts it reads
+        until all read version 3: a replica of an older release, during a rolling
+        upgrade, must still get entries it can apply."""
+        pending = {p: a for p, a in self.runner.peers.items() if p != self.self_id}
+        while pending:
+            for peer, addr in list(pending.items()):
+                try:
+                    resp = await self.rpc.invoke(addr, RemotingCommand.request(
+                        BROKER_ADDRESSES), 1.0)
+                    answer = json.loads(resp.body or b"{}")
+                except (RpcError, OSError, ValueError):
+                    continue
+                if int(answer.get("entryVersion", 2)) >= BUILT_VERSION:
+                    del pending[peer]
+            if pending:
+                await asyncio.sleep(1.0)
+        self.peers_read_built = True
+        log.info("every replica reads entries with records built by the leader")
+
     async def _addresses(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         addrs = self.ctx.addresses
-        return cmd.response(body=json.dumps({"broker": addrs.broker,
-                                             "grpc": addrs.grpc}).encode())
+        return cmd.response(body=json.dumps({"broker": addrs.broker, "grpc": addrs.grpc,
+                                             "entryVersion": ENTRY_VERSION}).encode())
 
     async def _status(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         return cmd.response(body=json.dumps(self.runner.status().to_json()).encode())

@@ -4,6 +4,23 @@ On disk the entries sit in the Raft log (``mqcluster.raft.diskformat``: each ent
 framed with its term, index and CRC). Their data is one of two layouts, big-endian,
 told apart by the version byte:
 
+Version 3, one queue's batch with its commitlog records already encoded: the leader
+places them where every replica's commitlog will end when it applies the entry
+(``store.built``), so a replica writes them as they are::
+
+    magic "MQDL" (4)  version=3 (1)  storeTimestamp (8)  storeHostLen (2) storeHost
+    index (8)  startOffset (8)  firstQueueOffset (8)
+    topicLen (2) topic  bornHostLen (2) bornHost
+    queueId (4)  bornTimestamp (8)  sysFlag (4)  reconsumeTimes (4)  count (4)
+    sizes (count x 4)  tagsCodes (count x 8)  flags (count x 4)
+    then the records, back to back, as ``store.codec`` lays them out; each one's
+    properties end with ``DLEDGER_INDEX=<index>.<position>``
+
+``index`` is the entry index the leader expected the entry to get. A replica whose
+commitlog is not where the records were placed, or an entry that got another index,
+is applied by encoding the batch again from the records (same bytes when the place is
+the same).
+
 Version 2, one queue's batch as the producer sent it (``SEND_BATCH_MESSAGE``)::
 
     magic "MQDL" (4)  version=2 (1)  storeTimestamp (8)  storeHostLen (2) storeHost
@@ -19,8 +36,9 @@ Version 1, messages of any kind, one by one (single sends, transactional message
 
 The version 1 header names the message's fields (topic, queue id, tags, keys,
 properties, born time and host, flags). The leader fixes the store timestamp and store
-host, so every replica that applies the entry writes the same commitlog bytes. Both
-versions are read whatever a replica writes, so a group can mix them during a rolling
+host, so every replica that applies the entry writes the same commitlog bytes. Every
+replica reads versions 1 and 2; a leader proposes version 3 only once every replica has
+said it reads it (``ENTRY_VERSION``), so a group can mix releases during a rolling
 upgrade. Pure: no I/O.
 """
 
@@ -31,16 +49,23 @@ import struct
 from dataclasses import dataclass
 
 from mqcluster.store.batch import RawBatch
+from mqcluster.store.built import BuiltBatch
+from mqcluster.store.codec import FIXED_SIZE, I16, I32, short_field, topic_field
 from mqcluster.store.message import MessageRecord
 
 MAGIC = b"MQDL"
 VERSION = 1
 RAW_VERSION = 2
+BUILT_VERSION = 3
+ENTRY_VERSION = BUILT_VERSION
+"""The newest layout this release reads."""
+PROPERTY_DLEDGER_INDEX = "DLEDGER_INDEX"
 _HEAD = struct.Struct(">4sBqH")
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _RAW_HEAD = struct.Struct(">iqiiI")  # queueId, bornTimestamp, sysFlag, reconsumeTimes, count
 _RAW_MSG = struct.Struct(">iqII")  # flag, tagsCode, propertiesLen, bodyLen
+_BUILT_HEAD = struct.Struct(">qqq")  # index, startOffset, firstQueueOffset
 
 
 class EntryFormatError(ValueError):
@@ -61,6 +86,105 @@ class RawEntry:
     batch: RawBatch
 
 
+@dataclass(frozen=True)
+class BuiltEntry:
+    """A version 3 entry: ``built`` holds the records, the rest what re-encoding needs."""
+
+    index: int
+    store_host: str
+    born_host: str
+    born_timestamp: int
+    sys_flag: int
+    reconsume_times: int
+    flags: list[int]
+    built: BuiltBatch
+
+
+def mark_positions(props: list[bytes], index: int, start: int) -> list[bytes]:
+    """The stored properties strings with ``DLEDGER_INDEX`` appended, message ``start``
+    of entry ``index`` first."""
+    mark = b"%s\x01%d." % (PROPERTY_DLEDGER_INDEX.encode(), index)
+    return [b"%s%s%s%d\x02" % (p, b"" if not p or p[-1] == 2 else b"\x02", mark, i)
+            for i, p in enumerate(props, start)]
+
+
+def encode_built(index: int, built: BuiltBatch, store_host: str, batch: RawBatch) -> bytes:
+    """A version 3 entry of ``batch``, whose records ``built`` holds."""
+    host, topic, born = (store_host.encode(), batch.topic.encode(), batch.born_host.encode())
+    n = len(built.sizes)
+    return b"".join((
+        _HEAD.pack(MAGIC, BUILT_VERSION, built.store_timestamp, len(host)), host,
+        _BUILT_HEAD.pack(index, built.start, built.first_queue_offset),
+        _U16.pack(len(topic)), topic, _U16.pack(len(born)), born,
+        _RAW_HEAD.pack(batch.queue_id, batch.born_timestamp, batch.sys_flag,
+                       batch.reconsume_times, n),
+        struct.pack(f">{n}I", *built.sizes), struct.pack(f">{n}q", *built.tags_codes),
+        struct.pack(f">{n}i", *batch.flags), built.records))
+
+
+def _decode_built(data: bytes) -> BuiltEntry:
+    try:
+        _, _, ts, host_len = _HEAD.unpack_from(data, 0)
+        pos = _HEAD.size
+        host = data[pos:pos + host_len].decode()
+        pos += host_len
+        index, start, first_queue_offset = _BUILT_HEAD.unpack_from(data, pos)
+        pos += _BUILT_HEAD.size
+        (n,) = _U16.unpack_from(data, pos)
+        topic = data[pos + 2:pos + 2 + n].decode()
+        pos += 2 + n
+        (n,) = _U16.unpack_from(data, pos)
+        born = data[pos + 2:pos + 2 + n].decode()
+        pos += 2 + n
+        queue_id, born_ts, sys_flag, reconsume, count = _RAW_HEAD.unpack_from(data, pos)
+        pos += _RAW_HEAD.size
+        sizes = list(struct.unpack_from(f">{count}I", data, pos))
+        pos += 4 * count
+        codes = list(struct.unpack_from(f">{count}q", data, pos))
+        pos += 8 * count
+        flags = list(struct.unpack_from(f">{count}i", data, pos))
+        pos += 4 * count
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise EntryFormatError(f"malformed DLedger built entry: {exc}") from exc
+    if not count or len(data) - pos != sum(sizes):
+        raise EntryFormatError(f"DLedger built entry holds {len(data) - pos} bytes of records "
+                               f"for {count} records of {sum(sizes)}")
+    built = BuiltBatch(topic, queue_id, first_queue_offset, start, sizes, codes,
+                       memoryview(data)[pos:], ts)
+    return BuiltEntry(index, host, born, born_ts, sys_flag, reconsume, flags, built)
+
+
+def unbuilt(entry: BuiltEntry) -> RawBatch:
+    """The producer's batch back from a version 3 entry's records (without the marks the
+    leader added), to be stored by encoding it again."""
+    b = entry.built
+    data = b.records
+    skip_hosts = FIXED_SIZE + len(short_field(entry.born_host)) + len(short_field(
+        entry.store_host))
+    skip_topic = len(topic_field(b.topic))
+    bodies, props = [], []
+    pos = 0
+    try:
+        for i, size in enumerate(b.sizes):
+            at = pos + skip_hosts
+            (blen,) = I32.unpack_from(data, at)
+            bodies.append(bytes(data[at + 4:at + 4 + blen]))
+            at += 4 + blen + skip_topic
+            (plen,) = I16.unpack_from(data, at)
+            raw = bytes(data[at + 2:at + 2 + plen])
+            mark = b"%s\x01%d.%d\x02" % (PROPERTY_DLEDGER_INDEX.encode(), entry.index, i)
+            if not raw.endswith(mark) or at + 2 + plen != pos + size:
+                raise EntryFormatError(f"record {i} of built entry {entry.index} is not "
+                                       f"the one its header describes")
+            props.append(raw[:-len(mark)])
+            pos += size
+    except struct.error as exc:
+        raise EntryFormatError(f"malformed record in DLedger built entry: {exc}") from exc
+    return RawBatch(b.topic, b.queue_id, entry.born_host, entry.born_timestamp, bodies, props,
+                    list(b.tags_codes), list(entry.flags), entry.sys_flag,
+                    entry.reconsume_times)
+
+
 def encode_raw_batch(batch: RawBatch, store_timestamp: int, store_host: str) -> bytes:
     host, topic, born = (store_host.encode(), batch.topic.encode(), batch.born_host.encode())
     out = [_HEAD.pack(MAGIC, RAW_VERSION, store_timestamp, len(host)), host,
@@ -74,10 +198,13 @@ def encode_raw_batch(batch: RawBatch, store_timestamp: int, store_host: str) -> 
     return b"".join(out)
 
 
-def decode_entry(data: bytes) -> MessageBatch | RawEntry:
-    """Either layout, by its version byte."""
-    if len(data) > _HEAD.size and data[:4] == MAGIC and data[4] == RAW_VERSION:
-        return _decode_raw(data)
+def decode_entry(data: bytes) -> MessageBatch | RawEntry | BuiltEntry:
+    """Any layout, by its version byte."""
+    if len(data) > _HEAD.size and data[:4] == MAGIC:
+        if data[4] == BUILT_VERSION:
+            return _decode_built(data)
+        if data[4] == RAW_VERSION:
+            return _decode_raw(data)
     return decode_batch(data)
 
 

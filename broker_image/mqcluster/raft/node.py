@@ -474,6 +474,17 @@ class RaftRunner:
             leader = self._node.transferee if self._node is not None else None
         return RaftNotLeaderError(leader, self.peers.get(leader) if leader else None)
 
+    def next_index(self) -> int:
+        """The index the next value proposed now will get, unless the core appends an
+        entry of its own first (a leader's no-op, a membership change)."""
+        return self.node.last_index + 1 + sum(len(p.datas) for p in self._proposals)
+
+    @property
+    def applied_everything(self) -> bool:
+        """Every entry of the log applied here, and no proposal waiting to enter it."""
+        node = self._node
+        return node is not None and not self._proposals and self._applied == node.last_index
+
     async def propose(self, data: bytes, timeout: float | None = None) -> Any:
         """Replicate ``data``; returns the state machine's result once applied here."""
         return (await self.propose_batch([data], timeout))[0]

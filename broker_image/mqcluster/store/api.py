@@ -21,6 +21,7 @@ from typing import Protocol
 from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.store import codec
 from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
+from mqcluster.store.built import BuiltBatch
 from mqcluster.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from mqcluster.store.commitlog import CommitLog, RecoveryReport
 from mqcluster.store.config import FlushDiskType, StoreConfig
@@ -333,6 +334,30 @@ class MessageStore:
             self._dispatch.wake()
         self._notify_append()
         return BatchPutResult(PutStatus.PUT_OK, first, offsets, enc.sizes, now_ms)
+
+    def append_built_batch(self, built: BuiltBatch) -> BatchPutResult | None:
+        """Write a batch whose records were encoded ahead (``store.built``), or None
+        (nothing written) when this commitlog is not where they were placed."""
+        cl = self._commitlog
+        caught_up = (self._dispatcher.offset == cl.max_offset
+                     and self.config.flushDiskType is FlushDiskType.ASYNC_FLUSH)
+        try:
+            offsets = cl.append_built(built)
+        except OSError as exc:
+            return BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
+        if offsets is None:
+            return None
+        if caught_up:
+            self._dispatch.dispatch_now()
+        else:
+            self._dispatch.wake()
+        self._notify_append()
+        return BatchPutResult(PutStatus.PUT_OK, built.first_queue_offset, offsets,
+                              built.sizes, built.store_timestamp)
+
+    def next_queue_offset(self, topic: str, queue_id: int) -> int:
+        """The queue offset the commitlog's next message of that queue gets."""
+        return self._commitlog.next_queue_offset(topic, queue_id)
 
     async def _wait_durable(self, end: int) -> PutStatus:
         """The flush the config promises, then the replicas' acks the gate asks for."""

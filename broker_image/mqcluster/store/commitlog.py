@@ -11,6 +11,7 @@ from itertools import accumulate
 
 from mqcluster.store import codec
 from mqcluster.store.batch import EncodedBatch, encode_records
+from mqcluster.store.built import BuiltBatch, placement
 from mqcluster.store.codec import (
     END_FILE_MIN_BLANK_LENGTH,
     NO_QUEUE_OFFSET_TYPES,
@@ -181,12 +182,45 @@ class CommitLog:
             seg.append_parts(encode_records(enc, i, stop, first + i, placed, store_timestamp))
             offsets += placed
             i = stop
-        self.queue_offsets[(b.topic, b.queue_id)] = first + n
+        self._appended_run(batch_start, QueueRun(b.topic, b.queue_id, first, offsets, sizes,
+                                                 b.tags_codes), store_timestamp)
+        return first, offsets
+
+    def _appended_run(self, batch_start: int, run: QueueRun, store_timestamp: int) -> None:
+        self.queue_offsets[(run.topic, run.queue_id)] = run.first + len(run.offsets)
         self.last_store_timestamp = store_timestamp
         self._table_scanned_to = self.max_offset
-        run = QueueRun(b.topic, b.queue_id, first, offsets, sizes, b.tags_codes)
         self._remember(AppendedBatch(batch_start, self.max_offset, [], store_timestamp, run))
-        return first, offsets
+
+    def append_built(self, built: BuiltBatch) -> list[int] | None:
+        """Write a batch encoded ahead (``store.built``) if this commitlog is where it
+        was placed: ends where ``placement`` puts it, with its queue at the batch's first
+        queue offset. Returns the records' offsets, or None (nothing written) if not."""
+        self._catch_up_queue_offsets()
+        batch_start = self.max_offset
+        key = (built.topic, built.queue_id)
+        old = self.queue_offsets.get(key)
+        if ((old or 0) != built.first_queue_offset
+                or placement(batch_start, len(built.records), self.segment_size) != built.start):
+            return None
+        try:
+            seg = self.files.writable_segment(batch_start)
+            if built.start != batch_start:
+                seg.append(codec.encode_blank(seg.size - seg.write_pos))
+                seg.write_pos = seg.size  # the blank record covers the rest of the file
+                seg = self.files.create(seg.limit)
+            seg.append(built.records)
+        except OSError:
+            log.exception("commitlog append failed at %d; rolling back", batch_start)
+            self.files.truncate(batch_start)
+            self._table_scanned_to = batch_start
+            raise
+        offsets = built.offsets
+        self._appended_run(batch_start, QueueRun(built.topic, built.queue_id,
+                                                 built.first_queue_offset, offsets,
+                                                 built.sizes, built.tags_codes),
+                           built.store_timestamp)
+        return offsets
 
     def _append(self, batch: Sequence[EncodedParts], store_timestamp: int,
                 touched: dict[QueueKey, int | None]) -> list[Appended]:
@@ -286,6 +320,10 @@ class CommitLog:
             elif rec.kind is RecordKind.BLANK:
                 pos = off + rec.size
         self._table_scanned_to = pos
+
+    def next_queue_offset(self, topic: str, queue_id: int) -> int:
+        self._catch_up_queue_offsets()
+        return self.queue_offsets.get((topic, queue_id), 0)
 
     def complete_offset(self) -> int:
         """End of the last whole record (replicated bytes may stop inside one)."""
