@@ -67,6 +67,19 @@ def _median_run(runs: list[tuple[float, list[float], float]]) -> tuple[float, li
     return statistics.median(rates), per_msg, statistics.median(p99s)
 
 
+async def built_note(g: DLedgerProcessGroup) -> str:
+    """How the leader's batches went: with their records built once by the leader, or
+    for every replica to encode (and how often a replica had to encode built ones)."""
+    counts = {"proposedBuilt": 0, "proposedOther": 0, "rebuilt": 0}
+    for i in range(len(g.brokers)):
+        st = await g.status(i) or {}
+        for k in counts:
+            counts[k] += int(st.get(k, 0))  # type: ignore[call-overload]
+    return (f"entries with records built by the leader {counts['proposedBuilt']}, "
+            f"other {counts['proposedOther']}, built ones encoded again "
+            f"{counts['rebuilt']}")
+
+
 async def _group_phase(g: DLedgerProcessGroup) -> tuple[float, list[float], float]:
     leader = await g.wait_leader()
     pids = [b.proc.pid for b in g.brokers if b.proc is not None]
@@ -130,7 +143,8 @@ async def _run(root: Path) -> list[Row]:
                         ">= 0.5 x unreplicated", plain, note=f"median of {ROUNDS}; ratio in "
                         f"each pair of phases {pairs}; phases repeated after a leader change "
                         f"{repeated}; p99 ack {p99:.1f} ms; "
-                        + cpu_note(["leader", "follower", "follower", "client"], per_msg)))
+                        + cpu_note(["leader", "follower", "follower", "client"], per_msg)
+                        + "; " + await built_note(g)))
         rows.append(ha.cpu_limit_row(NAME, "DLedger group of 3", plain, per_msg))
         rows.append(cpu_bound_ratio_row(per_msg, plain_cpu))
         n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))

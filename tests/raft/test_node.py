@@ -356,3 +356,18 @@ def test_the_cores_clock_leaves_out_time_the_loop_could_not_run(
         assert seen == pytest.approx([100.01, 100.02, 100.07, 100.08])
     else:
         assert seen == [100.01, 100.02, 101.02, 101.03]
+
+
+async def test_next_index_and_waiting_until_the_log_is_applied(group: Group) -> None:
+    leader = await group.leader()
+    await leader.propose(b"a")
+    assert leader.applied_everything
+    expected = leader.next_index()
+    proposals = [asyncio.ensure_future(leader.propose_batch([b"b", b"c"]))]
+    await asyncio.sleep(0)  # queued, or in the log, not yet committed
+    assert leader.next_index() == expected + 2
+    assert not leader.applied_everything
+    await leader.wait_applied(expected + 1)
+    assert leader.applied_everything
+    await asyncio.gather(*proposals)
+    assert leader.node.entries(expected, expected + 1)[1].data == b"c"

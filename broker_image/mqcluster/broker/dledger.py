@@ -210,7 +210,7 @@ class DLedgerReplication:
         store = ctx.store
         resume = last_applied(cfg.commitlog_dir, cfg.mappedFileSizeCommitLog)
         self.builder = EntryBuilder()
-        self.state_machine = DLedgerStateMachine(store, resume, self.builder.reset)
+        self.state_machine = DLedgerStateMachine(store, resume, self._rebuilt)
         raft_dir = Path(cfg.storePathDLedgerCommitLog
                         or Path(cfg.storePathRootDir) / "dledger")
         self.runner = RaftRunner(
@@ -232,6 +232,8 @@ class DLedgerReplication:
         self._asking_versions: asyncio.Task[None] | None = None
         self.peers_read_built = False
         """Every other replica reads version 3 entries (records built by the leader)."""
+        self.proposed_built = self.proposed_other = 0
+        self._may_wait_for_apply = False
         store.writer = self
         # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
         # followers copy them from the leader, so a new leader knows them.
@@ -257,6 +259,8 @@ class DLedgerReplication:
     async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
         data = encode_batch(list(recs), wall_ms(), self.ctx.addresses.broker)
         self.builder.reset()  # their size is known only once applied
+        self._may_wait_for_apply = False  # (single sends come often: no pause for them)
+        self.proposed_other += 1
         try:
             results: list[PutResult] = await self.runner.propose(data)
         except RaftNotLeaderError as exc:
@@ -271,6 +275,14 @@ class DLedgerReplication:
         """One queue's batch as one entry: its records encoded once, by the leader, when
         it can tell where every replica will store them; otherwise in the producer's
         layout (no per-message decoding on the leader or the followers)."""
+        runner = self.runner
+        if (self._may_wait_for_apply and self.peers_read_built and not self.builder.ready
+                and not runner.applied_everything):
+            # Once per term: hold this batch until the log is applied, so that the
+            # leader can tell where every later batch's records go.
+            self._may_wait_for_apply = False
+            with contextlib.suppress(TimeoutError, ProposalError):
+                await asyncio.wait_for(runner.wait_applied(runner.next_index() - 1), 1.0)
         now_ms, host = wall_ms(), self.ctx.addresses.broker
         built = self._build(batch, now_ms, host)
         decoded: RawEntry | BuiltEntry
@@ -278,8 +290,10 @@ class DLedgerReplication:
             return built
         if built is not None:
             data, decoded = encode_built(built.index, built.built, host, batch), built
+            self.proposed_built += 1
         else:
             self.builder.reset()
+            self.proposed_other += 1
             store_cfg = self.ctx.store.config
             _, problem = check_batch(batch, host, store_cfg.maxMessageSize,
                                      store_cfg.maxPropertiesSize,
@@ -328,6 +342,10 @@ class DLedgerReplication:
 
     # ---- roles ----------------------------------------------------------------------
 
+    def _rebuilt(self) -> None:
+        self.builder.reset()
+        self._may_wait_for_apply = True
+
     def _role_changed(self, status: RaftStatus) -> None:
         for task in (self._following, self._asking_versions):
             if task is not None:
@@ -335,6 +353,7 @@ class DLedgerReplication:
         self._following = self._asking_versions = None
         self.builder.reset()
         self.peers_read_built = False
+        self._may_wait_for_apply = True
         if status.role is Role.LEADER:
             addrs = self.ctx.addresses
             self.ctx.set_role(ReplicaRole(MASTER_ID, True, addrs.broker, addrs.grpc,
@@ -378,7 +397,7 @@ class DLedgerReplication:
                 if int(answer.get("entryVersion", 2)) >= BUILT_VERSION:
                     del pending[peer]
             if pending:
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(0.2)
         self.peers_read_built = True
         log.info("every replica reads entries with records built by the leader")
 
@@ -388,7 +407,12 @@ class DLedgerReplication:
                                              "entryVersion": ENTRY_VERSION}).encode())
 
     async def _status(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
-        return cmd.response(body=json.dumps(self.runner.status().to_json()).encode())
+        answer = self.runner.status().to_json()
+        # how often this replica's batches went with their records built (as leader),
+        # and how often it had to encode built records again (any replica)
+        answer.update(proposedBuilt=self.proposed_built, proposedOther=self.proposed_other,
+                      rebuilt=self.state_machine.rebuilt)
+        return cmd.response(body=json.dumps(answer).encode())
 
     async def _transfer(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         target = (cmd.ext_fields or {}).get("peerId", "")

@@ -351,6 +351,7 @@ class RaftRunner:
         self._proposals: list[_Proposal] = []
         self._waiting: deque[_Proposal] = deque()
         self._applied = 0
+        self._applied_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._handed_commit = 0  # highest commit index the core has handed out in a Ready
         self._pending_compact: tuple[int, bytes] | None = None
         self._seen: tuple[Role, int, str | None] | None = None
@@ -484,6 +485,27 @@ class RaftRunner:
         """Every entry of the log applied here, and no proposal waiting to enter it."""
         node = self._node
         return node is not None and not self._proposals and self._applied == node.last_index
+
+    async def wait_applied(self, index: int) -> None:
+        """Until the entries up to ``index`` are applied here."""
+        if self._applied >= index:
+            return
+        if self._stopping or self.failure is not None:
+            raise ProposalError("raft runner stopped")
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._applied_waiters.append((index, fut))
+        await fut
+
+    def _release_applied(self) -> None:
+        keep = []
+        for index, fut in self._applied_waiters:
+            if fut.done():
+                continue
+            if index <= self._applied:
+                fut.set_result(None)
+            else:
+                keep.append((index, fut))
+        self._applied_waiters = keep
 
     async def propose(self, data: bytes, timeout: float | None = None) -> Any:
         """Replicate ``data``; returns the state machine's result once applied here."""
@@ -792,6 +814,8 @@ class RaftRunner:
             committed = committed[self._applied + 1 - committed[0].index :]
         sm = self.state_machine
         waiting = self._waiting
+        if self._applied_waiters:
+            asyncio.get_running_loop().call_soon(self._release_applied)
         for entry in committed:
             result = sm.apply(entry) if entry.type == EntryType.NORMAL else None
             self._applied = entry.index
@@ -889,6 +913,10 @@ class RaftRunner:
             p.future.set_exception(exc)
 
     def _fail_all(self, exc: BaseException) -> None:
+        for _, fut in self._applied_waiters:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._applied_waiters = []
         for p in [*self._proposals, *self._waiting]:
             self._settle(p, exc)
         self._proposals = []
