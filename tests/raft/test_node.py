@@ -371,3 +371,25 @@ async def test_next_index_and_waiting_until_the_log_is_applied(group: Group) -> 
     assert leader.applied_everything
     await asyncio.gather(*proposals)
     assert leader.node.entries(expected, expected + 1)[1].data == b"c"
+
+
+async def test_a_log_without_snapshots_keeps_only_its_newest_entries_in_memory(
+        tmp_path: Path) -> None:
+    g = Group(tmp_path, RunnerOptions(snapshot_every=0, max_cached_log_bytes=4096))
+    for nid in g.peers:
+        await g.start(nid)
+    try:
+        leader = await g.leader()
+        behind = next(nid for nid in g.runners if nid != leader.node_id)
+        await g.stop(behind)
+        values = [bytes([i % 256]) * 200 for i in range(300)]
+        for i in range(0, 300, 30):
+            await leader.propose_batch(values[i:i + 30])
+        assert leader.node.cached_log_bytes <= 4096 + 200
+        # the member that missed them all is sent them from the leader's log files
+        await g.start(behind)
+        await asyncio.wait_for(g.machines[behind].wait_for(lambda v: len(v) == 300), 10)
+        assert g.machines[behind].values == values
+    finally:
+        for nid in list(g.runners):
+            await g.stop(nid)

@@ -84,3 +84,52 @@ def test_hot_window_follows_truncate_compact_and_restore(cut: int) -> None:
     assert [log.entry(i) for i in range(log.first_index, 311)] == expected[min(cut, 250) :]
     assert log.restore(305, log.term_at(305) or 0)
     assert log.slice(1, 400) == expected[305:]
+
+
+class Storage:
+    """What a log file holds, and how often it is read."""
+
+    def __init__(self, stored: list[Entry]) -> None:
+        self.by_index = {e.index: e for e in stored}
+        self.reads: list[tuple[int, int]] = []
+
+    def load(self, lo: int, hi: int) -> list[Entry]:
+        self.reads.append((lo, hi))
+        return [self.by_index[i] for i in range(lo, hi + 1)]
+
+
+def test_applied_entries_leave_memory_past_the_limit_and_come_back_from_storage() -> None:
+    stored = entries(1, 40, size=100)
+    disk = Storage(stored)
+    log = RaftLog(0, 0, [], hot_entries=4, load=disk.load, max_cached_bytes=1000)
+    log.extend(stored)
+    log.persisted = 40
+    log.release(25)  # only what is applied may go
+    assert log.cached_bytes == 1500  # entries 26..40
+    log.release(40)
+    assert log.cached_bytes == 1000  # the newest ten
+    assert disk.reads == []
+    assert log.slice(1, 40) == stored  # 1..30 read back in one go
+    assert disk.reads == [(1, 30)]
+    assert log.entry(3) == stored[2]
+    assert [e.index for e in log.batch(29, 3, 10_000)] == [29, 30, 31]  # sizes still known
+    log.truncate_from(38)
+    log.extend(entries(38, 39, term=2, size=100))
+    assert log.slice(36, 39) == [*stored[35:37], *entries(38, 39, term=2, size=100)]
+    assert log.cached_bytes == 900  # 31..39
+
+
+def test_storage_that_disagrees_with_the_log_is_an_error_not_a_wrong_entry() -> None:
+    stored = entries(1, 10, size=100)
+    log = RaftLog(0, 0, stored, load=Storage(entries(1, 10, term=2)).load,
+                  max_cached_bytes=100)
+    log.persisted = 10
+    log.release(10)
+    with pytest.raises(RuntimeError, match=r"does not hold entries 1\.\.9"):
+        log.slice(1, 9)
+
+
+def test_without_storage_every_entry_stays() -> None:
+    log = RaftLog(0, 0, entries(1, 10, size=100), max_cached_bytes=100)
+    log.release(10)
+    assert log.cached_bytes == 1000 and log.slice(1, 10) == entries(1, 10, size=100)

@@ -79,6 +79,7 @@ DLEDGER_TRANSFER_LEADERSHIP = 1103
 (once it has caught up; writes are refused meanwhile)."""
 
 Position = tuple[int, int]
+DLEDGER_CACHED_LOG_BYTES = 64 * 1024 * 1024
 
 
 def _position(props: dict[str, str]) -> Position | None:
@@ -221,8 +222,11 @@ class DLedgerReplication:
             # an fsync on the loop's thread would hold up applying and serving meanwhile.
             # A replica starved of CPU (replicas and clients often share a few cores)
             # must not take its own pause for the leader's silence.
+            # The log is never compacted (the store is its state): only its newest
+            # entries stay in memory.
             options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0,
-                                  max_clock_gap=0.05))
+                                  max_clock_gap=0.05,
+                                  max_cached_log_bytes=DLEDGER_CACHED_LOG_BYTES))
         self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
         self.runner.on_role_change.append(self._role_changed)
         registry.register(DLEDGER_STATUS, self._status)

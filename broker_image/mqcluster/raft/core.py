@@ -41,7 +41,7 @@ from mqcluster.raft.membership import (
 )
 from mqcluster.raft.progress import Progress, ProgressState
 from mqcluster.raft.quorum import quorum_index
-from mqcluster.raft.raftlog import RaftLog
+from mqcluster.raft.raftlog import LoadFn, RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
     AppendResponse,
@@ -110,10 +110,14 @@ class RaftNode:
         entries: list[Entry],
         rng: random.Random,
         now: float,
+        load: LoadFn | None = None,
+        max_cached_bytes: int | None = None,
     ) -> None:
         """Start (or restart) from durable state; ``membership`` is used only when
         neither the snapshot nor a CONFIG entry in ``entries`` says otherwise.
-        The caller restores its state machine from ``snapshot`` itself."""
+        The caller restores its state machine from ``snapshot`` itself. With
+        ``load`` (storage's reader), the data of applied entries past
+        ``max_cached_bytes`` is dropped from memory (see ``RaftLog.release``)."""
         self.id = node_id
         self.config = config
         self._rng = rng
@@ -125,7 +129,8 @@ class RaftNode:
         self._snapshot = snapshot
         snap_index = snapshot.meta.index if snapshot else 0
         snap_term = snapshot.meta.term if snapshot else 0
-        self._log = RaftLog(snap_index, snap_term, entries)
+        self._log = RaftLog(snap_index, snap_term, entries, load=load,
+                            max_cached_bytes=max_cached_bytes)
         self._base_membership = copy_membership(
             snapshot.meta.membership if snapshot else membership
         )
@@ -249,6 +254,15 @@ class RaftNode:
             return self._log.persisted
         progress = self._progress.get(peer)
         return progress.match_index if progress else 0
+
+    def release_applied(self, applied: int) -> None:
+        """The caller applied everything up to ``applied``: what is also durable may
+        leave memory (when a size limit was given)."""
+        self._log.release(min(applied, self._log.persisted))
+
+    @property
+    def cached_log_bytes(self) -> int:
+        return self._log.cached_bytes
 
     def entries(self, lo: int, hi: int) -> list[Entry]:
         """Entries lo..hi still in memory (not compacted)."""

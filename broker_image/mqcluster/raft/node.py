@@ -165,6 +165,10 @@ class RunnerOptions:
     # time is not the leader's silence. A leader that was stopped finds out from the
     # others' bigger term. 0 = real time throughout.
     max_clock_gap: float = 0.0
+    # Keep at most this much entry data in memory once applied and durable (None:
+    # all of it); older entries are read back from the log files when a follower
+    # far behind needs them. For state machines without snapshots.
+    max_cached_log_bytes: int | None = None
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -389,6 +393,8 @@ class RaftRunner:
             entries=state.entries,
             rng=self._rng,
             now=self.core_time(),
+            load=self._stored_entries,
+            max_cached_bytes=self.options.max_cached_log_bytes,
         )
         log.info(
             "%s: starting, term %d, log %d..%d, snapshot at %d",
@@ -406,6 +412,12 @@ class RaftRunner:
             asyncio.create_task(self._drive(), name=f"raft-drive-{self.node_id}"),
             asyncio.create_task(self._tick_loop(), name=f"raft-tick-{self.node_id}"),
         ]
+
+    def _stored_entries(self, lo: int, hi: int) -> list[Entry]:
+        """Entries lo..hi from the log files (applied ones: never truncated, so the
+        I/O thread's appends meanwhile do not touch them)."""
+        assert self._log is not None
+        return self._log.entries(lo, hi + 1)
 
     async def stop(self) -> None:
         if self._stopping:
@@ -836,6 +848,7 @@ class RaftRunner:
                     waiting.popleft()
                     if not p.future.done():
                         p.future.set_result(p.results)
+        self.node.release_applied(self._applied)
 
     def _take_proposals(self) -> None:
         if not self._proposals:

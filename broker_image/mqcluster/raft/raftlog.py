@@ -12,15 +12,25 @@ entry of a long log and show up as commit-latency spikes. Only the newest
 entries (``hot_entries`` to twice that), which are persisted, pushed to
 followers and applied right after they arrive, are also kept as objects; older
 ones are built when asked for.
+
+With a ``load`` function (storage's reader) and ``max_cached_bytes``, the data of
+entries that are durable and applied (``release``) is dropped, oldest first, once
+the data kept passes that size, and read back from storage when asked for again (a
+follower far behind): a state machine with no snapshots (a DLedger commitlog) must
+not keep its whole log in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable
+from typing import cast
 
 from mqcluster.raft.types import Entry, EntryType
 
 HOT_ENTRIES = 4096
+LoadFn = Callable[[int, int], list[Entry]]
+"""Entries lo..hi (inclusive) from storage."""
 
 
 class RaftLog:
@@ -30,12 +40,19 @@ class RaftLog:
         snapshot_term: int,
         entries: list[Entry],
         hot_entries: int = HOT_ENTRIES,
+        load: LoadFn | None = None,
+        max_cached_bytes: int | None = None,
     ) -> None:
         self.snapshot_index = snapshot_index
         self.snapshot_term = snapshot_term
         self._terms: list[int] = []
         self._types: list[EntryType] = []
-        self._data: list[bytes] = []
+        self._data: list[bytes | None] = []  # None: dropped, in storage only
+        self._sizes = array("Q")
+        self._load = load
+        self._max_cached = max_cached_bytes if load is not None else None
+        self.cached_bytes = 0
+        self._dropped_to = snapshot_index  # data of every entry up to here is dropped
         self._hot_entries = max(1, hot_entries)
         self._hot: list[Entry] = []  # the entries from index ``_hot_first`` to the last
         self._hot_first = snapshot_index + 1
@@ -53,6 +70,8 @@ class RaftLog:
         self._terms.append(entry.term)
         self._types.append(entry.type)
         self._data.append(entry.data)
+        self._sizes.append(len(entry.data))
+        self.cached_bytes += len(entry.data)
         hot = self._hot
         hot.append(entry)
         if len(hot) >= 2 * self._hot_entries:
@@ -63,18 +82,55 @@ class RaftLog:
     def _cold(self, lo: int, hi: int) -> list[Entry]:
         """Entries lo..hi (all older than the hot ones), built from the lists."""
         base = self.snapshot_index + 1
-        terms, types, data = self._terms, self._types, self._data
+        if lo <= self._dropped_to:
+            stored = min(hi, self._dropped_to)
+            return self._read(lo, stored) + (self._cold(stored + 1, hi) if hi > stored else [])
+        terms, types = self._terms, self._types
+        data = cast(list[bytes], self._data)  # none dropped past ``_dropped_to``
         return [
             Entry(index, terms[index - base], types[index - base], data[index - base])
             for index in range(lo, hi + 1)
         ]
 
+    def _read(self, lo: int, hi: int) -> list[Entry]:
+        """Dropped entries lo..hi, back from storage (which must hold them as they were)."""
+        assert self._load is not None
+        got = self._load(lo, hi)
+        base = self.snapshot_index + 1
+        if len(got) != hi - lo + 1 or any(
+            e.index != i or e.term != self._terms[i - base] for i, e in enumerate(got, lo)
+        ):
+            raise RuntimeError(f"storage does not hold entries {lo}..{hi} as logged")
+        return got
+
+    def release(self, upto: int) -> None:
+        """Entries up to ``upto`` are durable and applied: their data may be dropped
+        (oldest first) while more than ``max_cached_bytes`` is kept."""
+        limit = self._max_cached
+        if limit is None or self.cached_bytes <= limit:
+            return
+        base = self.snapshot_index + 1
+        upto = min(upto, self.last_index)
+        data, sizes = self._data, self._sizes
+        index = self._dropped_to
+        while index < upto and self.cached_bytes > limit:
+            index += 1
+            data[index - base] = None
+            self.cached_bytes -= sizes[index - base]
+        self._dropped_to = index
+        if index >= self._hot_first:  # hot entries hold their data too
+            del self._hot[: index - self._hot_first + 1]
+            self._hot_first = index + 1
+
     def _drop_prefix(self, count: int) -> None:
         """Forget the first ``count`` entries (the snapshot index moves up by as many)."""
+        self.cached_bytes -= sum(len(d) for d in self._data[:count] if d is not None)
         del self._terms[:count]
         del self._types[:count]
         del self._data[:count]
+        del self._sizes[:count]
         first = self.snapshot_index + count + 1
+        self._dropped_to = max(self._dropped_to, first - 1)
         if first > self._hot_first:
             del self._hot[: first - self._hot_first]
             self._hot_first = first
@@ -124,11 +180,11 @@ class RaftLog:
         lo = max(lo, self.first_index)
         base = self.snapshot_index + 1
         end = min(self.last_index, lo + max_entries - 1)
-        data = self._data
+        sizes = self._sizes
         size = 0
         hi = lo - 1
         for index in range(lo, end + 1):
-            length = len(data[index - base])
+            length = sizes[index - base]
             if index > lo and size + length > max_bytes:
                 break
             size += length
@@ -157,9 +213,12 @@ class RaftLog:
         if index > self.last_index:
             return
         keep = index - self.snapshot_index - 1
+        self.cached_bytes -= sum(len(d) for d in self._data[keep:] if d is not None)
         del self._terms[keep:]
         del self._types[keep:]
         del self._data[keep:]
+        del self._sizes[keep:]
+        self._dropped_to = min(self._dropped_to, index - 1)
         if index > self._hot_first:
             del self._hot[index - self._hot_first :]
         else:
@@ -194,9 +253,11 @@ class RaftLog:
                     else min(self.pending_truncate, index + 1)
                 )
             self._terms, self._types, self._data = [], [], []
+            self._sizes, self.cached_bytes = array("Q"), 0
             self._hot, self._hot_first = [], index + 1
         self.snapshot_index = index
         self.snapshot_term = term
+        self._dropped_to = max(self._dropped_to, index)
         self.handed = max(min(self.handed, self.last_index), index)
         self.persisted = min(self.persisted, self.handed)
         return keep
