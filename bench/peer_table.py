@@ -22,6 +22,8 @@ class Measured:
     p50_ms: float | None = None
     p99_ms: float | None = None
     pipelined: float | None = None  # msgs/s
+    pipelined_auto_batch: float | None = None  # msgs/s, ours: the producer's auto-batch
+    cpu_us_auto_batch: dict[str, float] = field(default_factory=dict)
     drain: float | None = None  # msgs/s
     failover: list[float] = field(default_factory=list)  # gap per kill, s
     acked: int = 0  # acknowledged during failover
@@ -85,7 +87,27 @@ def peer_rows(results: list[Measured]) -> list[Row]:
             else:
                 note = "" if m.system in OURS else ratio_note(metric, m, ours)
             rows.append(Row(NAME, f"{m.system}: {label}", metric(m), unit, note=note))
+        if label == "pipelined publish":
+            rows += auto_batch_rows(ok, ours)
     for m in ok:
         rows.append(Row(NAME, f"{m.system}: server CPU per message (pipelined)",
                         sum_servers(m) if m.cpu_us else None, "us/msg", note=cpu_note(m)))
+    return rows
+
+
+def auto_batch_rows(ok: list[Measured], ours: list[Measured]) -> list[Row]:
+    """Ours again with the producer's auto-batch (RocketMQ 5's ``autoBatch``: the sends
+    outstanding in one loop turn travel as one batch request, each still answered on
+    its own), against each peer's pipelined rate as measured above."""
+    peers = [m for m in ok if m.system not in OURS]
+    rows = []
+    for m in ours:
+        if m.pipelined_auto_batch is None:
+            continue
+        vs = "; ".join(f"vs {p.system} pipelined: {ratio(m.pipelined_auto_batch, p.pipelined)}"
+                       for p in peers)
+        cpu = ", ".join(f"{k} {v:.0f}" for k, v in m.cpu_us_auto_batch.items())
+        rows.append(Row(NAME, f"{m.system}: pipelined publish, producer auto-batch",
+                        m.pipelined_auto_batch, "msgs/s",
+                        note=f"{vs}; CPU us/msg: {cpu}" if cpu else vs))
     return rows

@@ -355,6 +355,13 @@ async def measure_mqcluster(system: str, g: ha.FaultTarget, brokers: list[object
             for i in order}
         procs["client"] = partial(cpu_seconds, [os.getpid()])
         m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
+    async with Producer(broker_addr=addr, retries=0, auto_batch=True) as batching:
+        async def send_auto_batched() -> object:
+            return await batching.send(Message(ha.TOPIC, PAYLOAD))
+
+        m.pipelined_auto_batch, more, m.cpu_us_auto_batch = await pipelined(
+            send_auto_batched, procs)
+        sent += more
     async with PullConsumer("bench-drain", broker_addr=addr) as consumer:
         count = 0
         started = time.perf_counter()

@@ -56,3 +56,18 @@ def test_ratio_of_missing_or_zero_is_not_available() -> None:
     assert ratio(None, 1.0) == "n/a"
     assert ratio(1.0, 0.0) == "n/a"
     assert ratio(3.0, 2.0) == "1.50"
+
+
+def test_auto_batched_publish_is_compared_with_each_peers_pipelined_rate() -> None:
+    ours = fake("mqcluster controller", 1)
+    ours.pipelined_auto_batch = 6000.0
+    ours.cpu_us_auto_batch = {"leader": 20.0, "client": 9.0}
+    rows = peer_rows([ours, fake("mqcluster dledger", 2), fake("NATS JetStream", 4)])
+    row = by_metric(rows, "mqcluster controller: pipelined publish, producer auto-batch")
+    assert row.value == 6000
+    assert row.note == ("vs NATS JetStream pipelined: 1.50; CPU us/msg: leader 20, client 9")
+    assert not [r for r in rows if r.metric == "mqcluster dledger: pipelined publish, "
+                                                "producer auto-batch"]  # not measured
+    names = [r.metric for r in rows]
+    assert names.index("mqcluster controller: pipelined publish, producer auto-batch") == \
+        names.index("NATS JetStream: pipelined publish") + 1
