@@ -64,9 +64,11 @@ class ListMachine:
 
 
 class Group:
-    def __init__(self, root: Path, options: RunnerOptions) -> None:
+    def __init__(self, root: Path, options: RunnerOptions,
+                 config: RaftConfig | None = None) -> None:
         self.root = root
         self.options = options
+        self.config = config or RaftConfig()
         host = f"127.0.0.{random.randint(2, 250)}"
         self.peers = {f"n{i}": free_addr(host) for i in range(3)}
         self.runners: dict[str, RaftRunner] = {}
@@ -80,7 +82,7 @@ class Group:
             self.peers,
             self.root / node_id,
             sm,
-            RaftConfig(),
+            self.config,
             options=self.options,
             rng=random.Random(node_id),
         )
@@ -390,6 +392,31 @@ async def test_a_log_without_snapshots_keeps_only_its_newest_entries_in_memory(
         await g.start(behind)
         await asyncio.wait_for(g.machines[behind].wait_for(lambda v: len(v) == 300), 10)
         assert g.machines[behind].values == values
+    finally:
+        for nid in list(g.runners):
+            await g.stop(nid)
+
+
+async def test_a_restarted_member_reads_its_log_a_part_at_a_time(tmp_path: Path) -> None:
+    g = Group(tmp_path, RunnerOptions(snapshot_every=0, max_cached_log_bytes=4096),
+              RaftConfig(max_committed_bytes=2000))
+    for nid in g.peers:
+        await g.start(nid)
+    values = [bytes([i % 256]) * 200 for i in range(300)]
+    try:
+        leader = await g.leader()
+        for i in range(0, 300, 30):
+            await leader.propose_batch(values[i:i + 30])
+        for nid in list(g.runners):
+            await g.stop(nid)
+        for nid in g.peers:
+            await g.start(nid)
+        for nid, runner in g.runners.items():
+            # every value applied again from the log files (no snapshots), yet never
+            # more than the limit (and the newest entries) in memory
+            await asyncio.wait_for(g.machines[nid].wait_for(lambda v: len(v) >= 300), 10)
+            assert g.machines[nid].values[:300] == values
+            assert runner.node.cached_log_bytes <= 4096 + 200
     finally:
         for nid in list(g.runners):
             await g.stop(nid)

@@ -1,9 +1,10 @@
 import gc
+from array import array
 
 import pytest
 
 from mqcluster.raft.raftlog import RaftLog
-from mqcluster.raft.types import Entry, EntryType
+from mqcluster.raft.types import Entry, EntryType, StoredEntries
 
 
 def entries(lo: int, hi: int, term: int = 1, size: int = 10) -> list[Entry]:
@@ -133,3 +134,27 @@ def test_without_storage_every_entry_stays() -> None:
     log = RaftLog(0, 0, entries(1, 10, size=100), max_cached_bytes=100)
     log.release(10)
     assert log.cached_bytes == 1000 and log.slice(1, 10) == entries(1, 10, size=100)
+
+
+def test_a_log_can_start_from_what_storage_describes_and_read_data_when_asked() -> None:
+    stored = [*entries(1, 5, size=100), Entry(6, 1, EntryType.CONFIG, b"cfg"),
+              *entries(7, 9, term=2, size=100)]
+    disk = Storage(stored)
+    described = StoredEntries(1, array("Q", [e.term for e in stored]),
+                              array("B", [int(e.type) for e in stored]),
+                              array("Q", [len(e.data) for e in stored]))
+    log = RaftLog(0, 0, [], load=disk.load, max_cached_bytes=1000, stored=described)
+    assert (log.last_index, log.last_term, log.cached_bytes) == (9, 2, 0)
+    assert log.indexes_of(EntryType.CONFIG) == [6]
+    assert disk.reads == []
+    assert [e.index for e in log.batch(2, 100, 250)] == [2, 3]  # sizes known up front
+    assert log.slice(1, 9) == stored
+    log.append(Entry(10, 2, EntryType.NORMAL, b"new"))
+    assert log.slice(9, 10) == [stored[-1], Entry(10, 2, EntryType.NORMAL, b"new")]
+    assert log.cached_bytes == 3
+
+
+def test_entries_without_data_need_storage_to_read_it_from() -> None:
+    with pytest.raises(ValueError, match="need a load function"):
+        RaftLog(0, 0, [], stored=StoredEntries(1, array("Q", [1]), array("B", [0]),
+                                                 array("Q", [3])))

@@ -444,3 +444,30 @@ def test_begin_sync_hands_out_a_descriptor_only_for_unsynced_writes(tmp_path: Pa
     with pytest.raises(OSError):
         os.fstat(fd)  # closed by sync_descriptor
     assert [e.index for e in RaftLog(tmp_path).load().entries] == [1, 2, 3]
+
+
+# --- loading without the entries' data -----------------------------------------------
+
+
+def described(es: list[Entry]) -> tuple[list[int], list[int], list[int]]:
+    return [e.term for e in es], [int(e.type) for e in es], [len(e.data) for e in es]
+
+
+def test_a_log_loads_as_terms_types_and_sizes_across_segments_and_truncation(
+        tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, segment_bytes=200)
+    config = Entry(index=11, term=1, type=EntryType.CONFIG, data=b"members")
+    log.append(entries(1, 10, size=20))
+    log.append([config])
+    log.append(entries(12, 30, size=9))
+    log.truncate_from(25)
+    log.append(entries(25, 27, term=2, size=3))
+    want = log.entries(1)
+    for current in (log, reopen(log, segment_bytes=200)):
+        state = current.load(with_data=False)
+        assert state.entries == [] and state.stored is not None
+        st = state.stored
+        assert st.first_index == 1
+        assert (list(st.terms), list(st.types), list(st.sizes)) == described(want)
+        log = current
+    log.close()

@@ -120,3 +120,18 @@ async def test_a_built_batch_past_a_segment_end_pads_it_and_reads_back(
     msgs = store.get_messages("T", 0, 0, 100).messages
     assert [m.queue_offset for m in msgs] == list(range(17))
     assert msgs[12].commitlog_offset == SEGMENT and msgs[12].body == bytes([12]) * 200
+
+
+async def test_a_replica_leaves_dispatch_to_the_dispatcher(store_factory: StoreFactory) -> None:
+    store = store_factory(flushDiskType="ASYNC_FLUSH")
+    await store.start()
+    for k in range(3):
+        assert store.append_built_batch(built_for(store, batch(2, first=2 * k)),
+                                        dispatch_now=False) is not None
+    assert store.dispatched_offset == 0  # nothing dispatched in the appends' own turns
+    await store.wait_dispatched()
+    assert [m.queue_offset for m in store.get_messages("T", 0, 0, 10).messages] == \
+        list(range(6))
+    leader_style = store.append_built_batch(built_for(store, batch(1, first=6)))
+    assert leader_style is not None
+    assert store.dispatched_offset == store.commitlog_max_offset  # at once

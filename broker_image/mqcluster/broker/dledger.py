@@ -116,6 +116,9 @@ class DLedgerStateMachine:
         self.store = store
         self.resume_after = resume_after
         self.on_rebuilt = on_rebuilt
+        self.leading = False
+        """A leader's producers wait for their messages' consume-queue entries; a
+        follower's appends are dispatched in bulk."""
         self.rebuilt = 0
         """Entries with records built ahead that had to be encoded again here."""
         # A leader's own proposals as it built them, by the identity of their data
@@ -140,16 +143,16 @@ class DLedgerStateMachine:
             self.resume_after = None
         return start
 
-    def apply(self, entry: Entry) -> list[PutResult] | BatchPutResult:
+    def apply(self, entry: Entry) -> list[PutResult] | BatchPutResult | None:
+        start = self._first_unapplied(entry.index)
+        if start is None:  # stored before a restart: not even decoded
+            return None
         own = self._proposed.pop(id(entry.data), None)
         decoded = own[1] if own is not None and own[0] is entry.data else decode_entry(entry.data)
-        start = self._first_unapplied(entry.index)
         if isinstance(decoded, BuiltEntry):
             return self._apply_built(entry.index, decoded, start)
         if isinstance(decoded, RawEntry):
             return self._apply_batch(entry.index, decoded, start)
-        if start is None:
-            return []
         batch = decoded
         records = batch.records[start:]
         for i, rec in enumerate(records, start):
@@ -158,9 +161,9 @@ class DLedgerStateMachine:
                                                batch.store_host)
         return results
 
-    def _apply_batch(self, index: int, entry: RawEntry, start: int | None) -> BatchPutResult:
+    def _apply_batch(self, index: int, entry: RawEntry, start: int) -> BatchPutResult:
         b = entry.batch
-        if start is None or start >= len(b.bodies):
+        if start >= len(b.bodies):
             return BatchPutResult(PutStatus.PUT_OK)
         props = mark_positions(b.properties[start:], index, start)
         tail = RawBatch(b.topic, b.queue_id, b.born_host, b.born_timestamp, b.bodies[start:],
@@ -171,14 +174,14 @@ class DLedgerStateMachine:
             log.error("entry %d cannot be stored: %s", index, result.remark)
         return result
 
-    def _apply_built(self, index: int, entry: BuiltEntry, start: int | None) -> BatchPutResult:
+    def _apply_built(self, index: int, entry: BuiltEntry, start: int) -> BatchPutResult:
         """The records as the leader built them when this commitlog is where it placed
         them (always, unless its projection was wrong); otherwise encoded again here,
         as every replica does in the same state."""
-        if start is None or start >= len(entry.built.sizes):
+        if start >= len(entry.built.sizes):
             return BatchPutResult(PutStatus.PUT_OK)
         if start == 0 and entry.index == index:
-            result = self.store.append_built_batch(entry.built)
+            result = self.store.append_built_batch(entry.built, self.leading)
             if result is not None:
                 if result.status is not PutStatus.PUT_OK:
                     log.error("entry %d cannot be stored: %s", index, result.remark)
@@ -358,6 +361,7 @@ class DLedgerReplication:
         self.builder.reset()
         self.peers_read_built = False
         self._may_wait_for_apply = True
+        self.state_machine.leading = status.role is Role.LEADER
         if status.role is Role.LEADER:
             addrs = self.ctx.addresses
             self.ctx.set_role(ReplicaRole(MASTER_ID, True, addrs.broker, addrs.grpc,

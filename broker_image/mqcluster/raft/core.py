@@ -63,6 +63,7 @@ from mqcluster.raft.types import (
     Role,
     Snapshot,
     SnapshotMeta,
+    StoredEntries,
     TimeoutNowRequest,
     TransferInProgressError,
     VoteParseResult,
@@ -112,12 +113,14 @@ class RaftNode:
         now: float,
         load: LoadFn | None = None,
         max_cached_bytes: int | None = None,
+        stored: StoredEntries | None = None,
     ) -> None:
         """Start (or restart) from durable state; ``membership`` is used only when
         neither the snapshot nor a CONFIG entry in ``entries`` says otherwise.
         The caller restores its state machine from ``snapshot`` itself. With
         ``load`` (storage's reader), the data of applied entries past
-        ``max_cached_bytes`` is dropped from memory (see ``RaftLog.release``)."""
+        ``max_cached_bytes`` is dropped from memory (see ``RaftLog.release``), and
+        the log may start as ``stored`` entries whose data it reads when needed."""
         self.id = node_id
         self.config = config
         self._rng = rng
@@ -130,15 +133,11 @@ class RaftNode:
         snap_index = snapshot.meta.index if snapshot else 0
         snap_term = snapshot.meta.term if snapshot else 0
         self._log = RaftLog(snap_index, snap_term, entries, load=load,
-                            max_cached_bytes=max_cached_bytes)
+                            max_cached_bytes=max_cached_bytes, stored=stored)
         self._base_membership = copy_membership(
             snapshot.meta.membership if snapshot else membership
         )
-        self._config_indexes = [
-            e.index
-            for e in self._log.slice(self._log.first_index, self._log.last_index)
-            if e.type == EntryType.CONFIG
-        ]
+        self._config_indexes = self._log.indexes_of(EntryType.CONFIG)
         self._membership = self._base_membership
         self._voters: frozenset[str] = frozenset()
         self._role = Role.CANDIDATE  # DLedger: every node starts as a candidate
@@ -254,6 +253,17 @@ class RaftNode:
             return self._log.persisted
         progress = self._progress.get(peer)
         return progress.match_index if progress else 0
+
+    def _committed_batch(self, lo: int) -> list[Entry]:
+        """Committed entries from ``lo``, at most ``max_committed_bytes`` of data (at
+        least one): a log read back from storage is applied a part at a time."""
+        if lo > self._commit_index:
+            return []
+        return self._log.batch(lo, self._commit_index - lo + 1, self.config.max_committed_bytes)
+
+    def committed_entries(self, lo: int) -> list[Entry]:
+        """What ``ready`` would hand out as committed from ``lo``."""
+        return self._committed_batch(lo)
 
     def release_applied(self, applied: int) -> None:
         """The caller applied everything up to ``applied``: what is also durable may
@@ -399,7 +409,7 @@ class RaftNode:
             entries=self._log.unstable(),
             snapshot=self._pending_snapshot,
             messages=self._messages,
-            committed=self._log.slice(self._applied_handed + 1, self._commit_index),
+            committed=self._committed_batch(self._applied_handed + 1),
             role=self.role,
             leader_id=self._leader_id,
             term=self._term,
@@ -411,7 +421,8 @@ class RaftNode:
         self._log.handed = self._log.last_index
         self._messages = []
         self._pending_snapshot = None
-        self._applied_handed = max(self._applied_handed, self._commit_index)
+        if rd.committed:
+            self._applied_handed = max(self._applied_handed, rd.committed[-1].index)
         self._compacted_to = None
         self._outstanding = True
         return rd

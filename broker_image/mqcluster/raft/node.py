@@ -380,7 +380,9 @@ class RaftRunner:
         self._log = await asyncio.to_thread(
             RaftLog, self.store_dir, segment_bytes=self.options.segment_bytes
         )
-        state = self._log.load()
+        # Without snapshots the log is never compacted: its entries' data is read
+        # when needed rather than all at once.
+        state = self._log.load(with_data=self.options.max_cached_log_bytes is None)
         if state.snapshot is not None:
             self.state_machine.restore(state.snapshot.data)
             self._applied = self._handed_commit = state.snapshot.meta.index
@@ -391,6 +393,7 @@ class RaftRunner:
             hard_state=state.hard_state,
             snapshot=state.snapshot,
             entries=state.entries,
+            stored=state.stored,
             rng=self._rng,
             now=self.core_time(),
             load=self._stored_entries,
@@ -637,7 +640,8 @@ class RaftRunner:
         stats = self.stats
         stats.readies += 1
         durable = True
-        self._handed_commit = max(self._handed_commit, rd.commit_index)
+        if rd.committed:
+            self._handed_commit = max(self._handed_commit, rd.committed[-1].index)
         messages, committed = rd.messages, rd.committed
         if rd.snapshot is None and committed:
             # Committed entries are durable on a majority already: applying them
@@ -815,7 +819,7 @@ class RaftRunner:
         node = self._node
         if node is None or node.commit_index <= self._applied:
             return
-        entries = node.entries(self._applied + 1, node.commit_index)
+        entries = node.committed_entries(self._applied + 1)
         if entries and entries[0].index == self._applied + 1:
             self._apply(entries)
 

@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import cast
 
-from mqcluster.raft.types import Entry, EntryType
+from mqcluster.raft.types import Entry, EntryType, StoredEntries
 
 HOT_ENTRIES = 4096
 LoadFn = Callable[[int, int], list[Entry]]
@@ -42,7 +42,10 @@ class RaftLog:
         hot_entries: int = HOT_ENTRIES,
         load: LoadFn | None = None,
         max_cached_bytes: int | None = None,
+        stored: StoredEntries | None = None,
     ) -> None:
+        """``stored``: entries known by term, type and size only, their data to be
+        read with ``load`` (they come before ``entries``)."""
         self.snapshot_index = snapshot_index
         self.snapshot_term = snapshot_term
         self._terms: list[int] = []
@@ -56,6 +59,18 @@ class RaftLog:
         self._hot_entries = max(1, hot_entries)
         self._hot: list[Entry] = []  # the entries from index ``_hot_first`` to the last
         self._hot_first = snapshot_index + 1
+        if stored is not None and stored.terms:
+            if load is None:
+                raise ValueError("entries without data need a load function")
+            skip = snapshot_index + 1 - stored.first_index
+            if skip < 0:
+                raise ValueError(f"log gap: entry {stored.first_index} after {snapshot_index}")
+            self._terms.extend(stored.terms[skip:])
+            self._types.extend(EntryType(t) for t in stored.types[skip:])
+            self._sizes.extend(stored.sizes[skip:])
+            self._data.extend([None] * len(self._terms))
+            self._dropped_to = self.last_index
+            self._hot_first = self.last_index + 1
         for entry in entries:
             if entry.index <= snapshot_index:
                 continue
@@ -102,6 +117,10 @@ class RaftLog:
         ):
             raise RuntimeError(f"storage does not hold entries {lo}..{hi} as logged")
         return got
+
+    def indexes_of(self, kind: EntryType) -> list[int]:
+        base = self.snapshot_index + 1
+        return [base + i for i, t in enumerate(self._types) if t == kind]
 
     def release(self, upto: int) -> None:
         """Entries up to ``upto`` are durable and applied: their data may be dropped

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.raft import diskformat as fmt
-from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot
+from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot, StoredEntries
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ class _Segment:
     first_index: int
     offsets: array[int] = field(default_factory=lambda: array("Q"))
     terms: array[int] = field(default_factory=lambda: array("Q"))
+    types: array[int] = field(default_factory=lambda: array("B"))
     size: int = 0
 
     @property
@@ -79,11 +80,13 @@ class _Segment:
 
 @dataclass
 class LoadedState:
-    """What a node needs to restart: hard state, snapshot and the entries after it."""
+    """What a node needs to restart: hard state, snapshot and the entries after it
+    (with their data, or only ``stored``: see ``RaftLog.load``)."""
 
     hard_state: HardState
     snapshot: Snapshot | None
     entries: list[Entry]
+    stored: StoredEntries | None = None
 
 
 class RaftLog:
@@ -168,9 +171,10 @@ class RaftLog:
                     f.truncate(pos)
                     os.fsync(f.fileno())
                 break
-            length, _crc, _index, term, _typ = _REC.unpack_from(buf, pos)
+            length, _crc, _index, term, typ = _REC.unpack_from(buf, pos)
             seg.offsets.append(pos)
             seg.terms.append(term)
+            seg.types.append(typ)
             pos += 8 + length
             expected += 1
         seg.size = pos
@@ -248,8 +252,21 @@ class RaftLog:
             out.extend(_decode_records(buf))
         return out
 
-    def load(self) -> LoadedState:
-        return LoadedState(self._hard_state, self._snapshot, self.entries(self.first_index))
+    def load(self, *, with_data: bool = True) -> LoadedState:
+        """Hard state, snapshot and the entries after it; ``with_data=False``: only
+        their terms, types and sizes (a long log need not fit in memory)."""
+        if with_data:
+            return LoadedState(self._hard_state, self._snapshot, self.entries(self.first_index))
+        terms, types, sizes = array("Q"), array("B"), array("Q")
+        for seg in self._segments:
+            terms.extend(seg.terms)
+            types.extend(seg.types)
+            ends = [*seg.offsets[1:], seg.size]
+            sizes.extend(end - start - _REC_HEAD for start, end in zip(seg.offsets, ends,
+                                                                        strict=True))
+        first = self._segments[0].first_index if self._segments else self.first_index
+        return LoadedState(self._hard_state, self._snapshot, [],
+                           StoredEntries(first, terms, types, sizes))
 
     # ------------------------------------------------------------------ writes
 
@@ -282,7 +299,7 @@ class RaftLog:
             seg = self._new_segment(first)
         parts: list[bytes] = []
         pos = seg.size
-        offsets, terms = seg.offsets, seg.terms
+        offsets, terms, types = seg.offsets, seg.terms, seg.types
         n_before = len(offsets)
         try:
             expected = first
@@ -299,6 +316,7 @@ class RaftLog:
                     parts += (pack_len_crc(length, crc32(data, crc32(head))), head, data)
                     offsets.append(pos)
                     terms.append(e.term)
+                    types.append(e.type)
                     pos += 8 + length
                 records = b"".join(parts)
             else:
@@ -309,6 +327,7 @@ class RaftLog:
                     expected += 1
                     offsets.append(pos)
                     terms.append(e.term)
+                    types.append(e.type)
                     pos += _REC_HEAD + len(e.data)
                 if pos - start != len(records):
                     raise ValueError(
@@ -325,6 +344,7 @@ class RaftLog:
             # Forget what is not durable; a partial write is cut off as a torn tail on reopen.
             del offsets[n_before:]
             del terms[n_before:]
+            del types[n_before:]
             if self._fd is not None:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, seg.size)
@@ -387,6 +407,7 @@ class RaftLog:
                 cut = seg.offsets[i]
                 del seg.offsets[i:]
                 del seg.terms[i:]
+                del seg.types[i:]
                 seg.size = cut
                 with open(seg.path, "r+b") as f:
                     f.truncate(cut)

@@ -7,6 +7,7 @@ Times are seconds as ``float``; indexes start at 1 (0 means "nothing").
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
@@ -31,6 +32,7 @@ __all__ = [
     "Role",
     "Snapshot",
     "SnapshotMeta",
+    "StoredEntries",
     "TimeoutNowRequest",
     "TransferInProgressError",
     "VoteParseResult",
@@ -38,6 +40,17 @@ __all__ = [
     "VoteResponse",
     "VoteResponseCode",
 ]
+
+
+@dataclass
+class StoredEntries:
+    """What a log holds from ``first_index`` on, without the entries' data: each
+    entry's term, type and data size (the data is read when needed)."""
+
+    first_index: int
+    terms: array[int]
+    types: array[int]
+    sizes: array[int]
 
 
 class EntryType(IntEnum):
@@ -297,6 +310,7 @@ class RaftConfig:
     max_inflight_appends: int = 8  # pipeline window per follower
     max_batch_entries: int = 64
     max_batch_bytes: int = 1 << 20
+    max_committed_bytes: int = 64 << 20  # committed entry data handed out per Ready
     append_retry_timeout: float = 0.3  # unacked pushes are re-sent after this
     preferred_leader_ids: list[str] = field(default_factory=list)
     preferred_leader_check_interval: float = 1.0

@@ -335,11 +335,14 @@ class MessageStore:
         self._notify_append()
         return BatchPutResult(PutStatus.PUT_OK, first, offsets, enc.sizes, now_ms)
 
-    def append_built_batch(self, built: BuiltBatch) -> BatchPutResult | None:
+    def append_built_batch(self, built: BuiltBatch,
+                           dispatch_now: bool = True) -> BatchPutResult | None:
         """Write a batch whose records were encoded ahead (``store.built``), or None
-        (nothing written) when this commitlog is not where they were placed."""
+        (nothing written) when this commitlog is not where they were placed.
+        ``dispatch_now=False``: nobody waits for its consume-queue entries, which the
+        dispatcher then adds for many appends at once."""
         cl = self._commitlog
-        caught_up = (self._dispatcher.offset == cl.max_offset
+        caught_up = (dispatch_now and self._dispatcher.offset == cl.max_offset
                      and self.config.flushDiskType is FlushDiskType.ASYNC_FLUSH)
         try:
             offsets = cl.append_built(built)
