@@ -132,6 +132,9 @@ async def test_mqadmin_shows_each_replicas_term_role_commit_and_ledger_end(
     assert len({r["term"] for r in rows}) == 1
     assert all(r["commitIndex"] >= 1 and r["lastIndex"] >= r["commitIndex"] for r in rows)
     assert "LedgerEnd" in report.text and "LEADER" in report.text
+    leader_row = next(r for r in rows if r["role"] == "LEADER")
+    assert leader_row["proposedBuilt"] + leader_row["proposedOther"] >= 1  # the put above
+    assert "BuiltEntries" in report.text and "EncodedAgain" in report.text
 
 
 async def test_a_producer_batch_is_one_entry_stored_alike_on_every_replica(

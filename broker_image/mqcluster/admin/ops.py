@@ -254,7 +254,9 @@ async def dledger_status(broker_addr: str | None, cluster: str | None,
     rows = [{"broker": addr, **_body(resp)} for addr, resp in ok]
     text = table(rows, [("Broker", "broker"), ("Peer", "id"), ("Role", "role"),
                         ("Term", "term"), ("Leader", "leader"), ("CommitIndex", "commitIndex"),
-                        ("LedgerEnd", "lastIndex"), ("Applied", "appliedIndex")])
+                        ("LedgerEnd", "lastIndex"), ("Applied", "appliedIndex"),
+                        ("BuiltEntries", "proposedBuilt"), ("OtherEntries", "proposedOther"),
+                        ("EncodedAgain", "rebuilt")])
     return Report(text, {"replicas": rows}, errors)
 
 
