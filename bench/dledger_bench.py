@@ -67,6 +67,24 @@ def _median_run(runs: list[tuple[float, list[float], float]]) -> tuple[float, li
     return statistics.median(rates), per_msg, statistics.median(p99s)
 
 
+def copies_on_disk(root: Path) -> float:
+    """Bytes in every file under ``root`` over the bytes of one replica's commitlog:
+    how many times each message was written (commitlogs, Raft logs, consume queues)."""
+    files = [f for f in root.rglob("*") if f.is_file()]
+    total = sum(f.stat().st_size for f in files)
+    commitlogs = [f.stat().st_size for f in files if f.parent.name == "commitlog"]
+    replicas = max(1, sum(1 for d in root.rglob("commitlog") if d.is_dir()))
+    one = sum(commitlogs) / replicas
+    return total / one if one else 0.0
+
+
+def copies_row(group: float, plain: float) -> Row:
+    return Row(NAME, "  bytes written per message, in commitlog copies", group, "copies", "",
+               plain, note=f"the DLedger group writes each message {group:.1f} times (3 "
+                           f"commitlogs, 3 Raft logs, consume queues), the unreplicated "
+                           f"broker {plain:.1f} times")
+
+
 async def built_note(g: DLedgerProcessGroup) -> str:
     """How the leader's batches went: with their records built once by the leader, or
     for every replica to encode (and how often a replica had to encode built ones)."""
@@ -128,6 +146,7 @@ async def _run(root: Path) -> list[Row]:
                         raise
                     log.warning("DLedger phase repeated: %s", exc)
         await single.stop()
+        written = (copies_on_disk(root / "dledger"), copies_on_disk(root / "single"))
         plain, plain_cpu, plain_p99 = _median_run(plain_runs)
         rate, per_msg, p99 = _median_run(group_runs)
         pairs = ", ".join(f"{d[0] / p[0]:.2f}" for p, d in zip(plain_runs, group_runs,
@@ -147,6 +166,7 @@ async def _run(root: Path) -> list[Row]:
                         + "; " + await built_note(g)))
         rows.append(ha.cpu_limit_row(NAME, "DLedger group of 3", plain, per_msg))
         rows.append(cpu_bound_ratio_row(per_msg, plain_cpu))
+        rows.append(copies_row(*written))
         n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
         n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
         if n_kills or n_hangs:
