@@ -3,6 +3,7 @@ stay identical, nothing uncommitted reaches a store."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -204,7 +205,7 @@ async def test_batches_carry_the_leaders_records_once_every_replica_reads_them(
         assert (await g.put_batch(leader, [b"b%d-%d" % (k, j) for j in range(4)],
                                   queue=k % 2)).status is PutStatus.PUT_OK
     await same_everywhere(g)
-    assert entry_layouts(g, leader) == ["BuiltEntry"] * 6
+    assert entry_layouts(g, leader) == ["BuiltGroup"] * 6
     for i in range(3):
         assert g.broker(i).dledger.state_machine.rebuilt == 0  # type: ignore[union-attr]
         assert len(bodies(g, i)) == 12
@@ -225,3 +226,22 @@ async def test_a_replica_of_an_older_release_gets_entries_it_reads(
         assert not g.broker(leader).dledger.peers_read_built  # type: ignore[union-attr]
     finally:
         await g.stop()
+
+
+async def test_batches_sent_together_share_one_entry(group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    dl = g.broker(leader).dledger
+    assert dl is not None
+    await wait_until(lambda: dl.peers_read_built and dl.runner.applied_everything)
+    before = len(entry_layouts(g, leader))
+    results = await asyncio.gather(*(g.put_batch(leader, [b"c%d-%d" % (k, j) for j in range(3)],
+                                                 queue=k % 2) for k in range(8)))
+    assert all(r.status is PutStatus.PUT_OK for r in results)
+    # every batch got its own consecutive queue offsets, in the order they were taken
+    assert sorted(r.queue_offset for r in results[0::2]) == [0, 3, 6, 9]
+    assert sorted(r.queue_offset for r in results[1::2]) == [0, 3, 6, 9]
+    assert entry_layouts(g, leader)[before:] == ["BuiltGroup"]  # one entry for all eight
+    await same_everywhere(g)
+    for i in range(3):
+        assert g.broker(i).dledger.state_machine.rebuilt == 0  # type: ignore[union-attr]

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqcluster.broker.dledger import DLedgerStateMachine
+from mqcluster.broker.dledger import DLedgerStateMachine, last_applied
 from mqcluster.broker.dledger_builder import EntryBuilder
 from mqcluster.ha.dledger_entry import (
     BuiltEntry,
+    BuiltGroup,
     EntryFormatError,
     decode_entry,
     encode_built,
@@ -24,7 +25,7 @@ from mqcluster.ha.dledger_entry import (
 )
 from mqcluster.raft.types import Entry, EntryType
 from mqcluster.store import MessageStore
-from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
+from mqcluster.store.batch import RawBatch, check_batch
 from mqcluster.store.built import build
 from mqcluster.store.message import PutStatus
 from tests.store.conftest import make_config
@@ -40,15 +41,20 @@ def batch(n: int, first: int = 0, queue: int = 0, props: bytes = b"K\x01v\x02") 
                     [first + i for i in range(n)], [i for i in range(n)])
 
 
-def built_entry(index: int, b: RawBatch, start: int = 0, first_queue_offset: int = 0,
-                ts: int = 5) -> tuple[bytes, BuiltEntry]:
-    marked = replace(b, properties=mark_positions(b.properties, index, 0))
+def section(index: int, b: RawBatch, start: int = 0, first_queue_offset: int = 0,
+            ts: int = 5, first_position: int = 0) -> BuiltEntry:
+    marked = replace(b, properties=mark_positions(b.properties, index, first_position))
     enc, problem = check_batch(marked, HOST, 64 * 1024, 32 * 1024, SEGMENT)
     assert enc is not None, problem
     built = build(enc, start, first_queue_offset, ts)
-    entry = BuiltEntry(index, HOST, b.born_host, b.born_timestamp, b.sys_flag,
-                       b.reconsume_times, list(b.flags), built)
-    return encode_built(index, built, HOST, b), entry
+    return BuiltEntry(index, HOST, b.born_host, b.born_timestamp, b.sys_flag,
+                      b.reconsume_times, list(b.flags), built, first_position)
+
+
+def built_entry(index: int, b: RawBatch, start: int = 0, first_queue_offset: int = 0,
+                ts: int = 5) -> tuple[bytes, BuiltGroup]:
+    group = BuiltGroup(index, HOST, [section(index, b, start, first_queue_offset, ts)])
+    return encode_built(group), group
 
 
 @pytest.fixture
@@ -78,9 +84,10 @@ def test_a_built_entry_comes_back_and_gives_back_the_producers_batch(
         props: list[bytes], index: int) -> None:
     b = batch(len(props))
     b = replace(b, properties=props)
-    data, entry = built_entry(index, b)
-    got = decode_entry(data)
-    assert isinstance(got, BuiltEntry)
+    data, group = built_entry(index, b)
+    decoded = decode_entry(data)
+    assert isinstance(decoded, BuiltGroup) and decoded.index == index
+    (got,), (entry,) = decoded.sections, group.sections
     assert (got.index, got.store_host, got.flags, got.built.sizes, got.built.tags_codes,
             bytes(got.built.records)) == (index, HOST, entry.flags, entry.built.sizes,
                                           entry.built.tags_codes, entry.built.records)
@@ -105,7 +112,7 @@ async def test_replicas_write_the_leaders_bytes_and_rebuild_the_same_bytes_elsew
     rebuilt: list[int] = []
     sm_fast = DLedgerStateMachine(fast, None, lambda: rebuilt.append(1))
     first = sm_fast.apply(normal(4, data))
-    assert isinstance(first, BatchPutResult) and first.status is PutStatus.PUT_OK
+    assert isinstance(first, list) and first[0].status is PutStatus.PUT_OK
     assert sm_fast.rebuilt == 0 and not rebuilt
     # The same batch, proposed as version 2, encodes to the same bytes on apply.
     DLedgerStateMachine(slow, None).apply(normal(4, encode_raw_batch(batch(3), 5, HOST)))
@@ -149,12 +156,12 @@ async def test_a_leaders_projection_keeps_every_replica_on_the_fast_path(
         assert enc is not None
         placed = builder.place(enc, index, 5, HOST, leader_store.next_queue_offset, SEGMENT)
         assert placed is not None
-        entries.append(normal(index, encode_built(index, placed.built, HOST, b)))
+        entries.append(normal(index, encode_built(BuiltGroup(index, HOST, [placed]))))
     machines = [DLedgerStateMachine(s, None) for s in stores]
     for e in entries:
         for sm in machines:
             result = sm.apply(e)
-            assert isinstance(result, BatchPutResult) and result.status is PutStatus.PUT_OK
+            assert isinstance(result, list) and result[0].status is PutStatus.PUT_OK
     assert [sm.rebuilt for sm in machines] == [0, 0]
     assert leader_store.commitlog_max_offset > 2 * SEGMENT
     assert commitlog(leader_store) == commitlog(follower_store)
@@ -162,3 +169,50 @@ async def test_a_leaders_projection_keeps_every_replica_on_the_fast_path(
     for queue in (0, 1):
         got = follower_store.get_messages("T", queue, 0, 100).messages
         assert [m.queue_offset for m in got] == list(range(24))
+
+
+async def test_batches_gathered_in_one_entry_are_stored_as_if_sent_one_by_one(
+        stores: list[MessageStore], tmp_path: Path) -> None:
+    """Three sections of one entry, placed one after another: written as built; and
+    under an index the leader did not expect, encoded again with their positions."""
+    fast, slow = stores
+    builder = EntryBuilder()
+    builder.start_from(0)
+    sections, position = [], 0
+    for k, b in enumerate([batch(2), batch(3, first=2, queue=1), batch(1, first=5)]):
+        marked = replace(b, properties=mark_positions(b.properties, 6, position))
+        enc, _ = check_batch(marked, HOST, 64 * 1024, 32 * 1024, SEGMENT)
+        assert enc is not None
+        placed = builder.place(enc, 6, 5 + k, HOST, fast.next_queue_offset, SEGMENT, position)
+        assert placed is not None
+        sections.append(placed)
+        position += len(b.bodies)
+    data = encode_built(BuiltGroup(6, HOST, sections))
+    results = DLedgerStateMachine(fast, None).apply(normal(6, data))
+    assert isinstance(results, list)
+    assert [(r.status, r.queue_offset) for r in results] == [(PutStatus.PUT_OK, 0),
+                                                             (PutStatus.PUT_OK, 0),
+                                                             (PutStatus.PUT_OK, 2)]
+    moved = DLedgerStateMachine(slow, None)
+    moved.apply(normal(7, data))  # another index: every section encoded again
+    assert moved.rebuilt == 3
+    for store, index in ((fast, 6), (slow, 7)):
+        await store.wait_dispatched()
+        marks = [m.properties["DLEDGER_INDEX"]
+                 for q in (0, 1) for m in store.get_messages("T", q, 0, 10).messages]
+        assert marks == [f"{index}.{p}" for p in (0, 1, 5, 2, 3, 4)]
+    # a crash after the second section: on restart, the third only is stored
+    crashed = MessageStore(make_config(tmp_path / "crashed", mappedFileSizeCommitLog=SEGMENT))
+    await crashed.start()
+    try:
+        DLedgerStateMachine(crashed, None).apply(
+            normal(6, encode_built(BuiltGroup(6, HOST, sections[:2]))))
+        resume = last_applied(Path(crashed.config.commitlog_dir), SEGMENT)
+        assert resume == (6, 4)
+        resumed = DLedgerStateMachine(crashed, resume)
+        again = resumed.apply(normal(6, data))
+        assert isinstance(again, list) and [r.status for r in again] == [PutStatus.PUT_OK] * 3
+        assert resumed.rebuilt == 0
+        assert commitlog(crashed) == commitlog(fast)
+    finally:
+        await crashed.shutdown()

@@ -131,3 +131,19 @@ def test_transfer_pushes_entries_to_the_lagging_transferee() -> None:
     leader.transfer_leadership("b", 0.0)
     leader.tick(CONFIG.append_retry_timeout)
     assert only(sent(leader), AppendRequest, "b")
+
+
+def test_a_lost_timeout_now_is_sent_again_until_the_deadline() -> None:
+    nodes = {n: new_node(n) for n in "abc"}
+    elect(nodes, "a")
+    leader = nodes["a"]
+    leader.transfer_leadership("b", 0.0)
+    assert [m.dst for m in only(sent(leader), TimeoutNowRequest)] == ["b"]  # lost
+    leader.tick(CONFIG.append_retry_timeout / 2)
+    assert only(sent(leader), TimeoutNowRequest) == []  # not at once
+    now = CONFIG.append_retry_timeout
+    leader.tick(now)
+    again = only(sent(leader), TimeoutNowRequest, "b")
+    assert len(again) == 1
+    nodes["b"].step(again[0], now)
+    assert nodes["b"].role == Role.CANDIDATE

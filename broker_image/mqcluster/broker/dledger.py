@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
@@ -34,6 +36,7 @@ from mqcluster.ha.dledger_entry import (
     ENTRY_VERSION,
     PROPERTY_DLEDGER_INDEX,
     BuiltEntry,
+    BuiltGroup,
     RawEntry,
     decode_entry,
     encode_batch,
@@ -80,6 +83,8 @@ DLEDGER_TRANSFER_LEADERSHIP = 1103
 
 Position = tuple[int, int]
 DLEDGER_CACHED_LOG_BYTES = 64 * 1024 * 1024
+GROUP_BYTES = 1024 * 1024
+"""Batches gathered for one entry stop at this many bytes of records."""
 
 
 def _position(props: dict[str, str]) -> Position | None:
@@ -123,9 +128,9 @@ class DLedgerStateMachine:
         """Entries with records built ahead that had to be encoded again here."""
         # A leader's own proposals as it built them, by the identity of their data
         # (the entry carries the very same bytes object): applied without decoding.
-        self._proposed: dict[int, tuple[bytes, RawEntry | BuiltEntry]] = {}
+        self._proposed: dict[int, tuple[bytes, RawEntry | BuiltGroup]] = {}
 
-    def expect(self, data: bytes, decoded: RawEntry | BuiltEntry) -> None:
+    def expect(self, data: bytes, decoded: RawEntry | BuiltGroup) -> None:
         self._proposed[id(data)] = (data, decoded)
 
     def forget(self, data: bytes) -> None:
@@ -143,14 +148,18 @@ class DLedgerStateMachine:
             self.resume_after = None
         return start
 
-    def apply(self, entry: Entry) -> list[PutResult] | BatchPutResult | None:
+    def apply(self, entry: Entry) -> list[PutResult] | BatchPutResult | list[BatchPutResult] \
+            | None:
         start = self._first_unapplied(entry.index)
         if start is None:  # stored before a restart: not even decoded
             return None
         own = self._proposed.pop(id(entry.data), None)
         decoded = own[1] if own is not None and own[0] is entry.data else decode_entry(entry.data)
-        if isinstance(decoded, BuiltEntry):
-            return self._apply_built(entry.index, decoded, start)
+        if isinstance(decoded, BuiltGroup):
+            # one result per section; a section wholly stored before a restart is done
+            return [self._apply_built(entry.index, sec, start - sec.first_position)
+                    if start < sec.first_position + len(sec.built.sizes)
+                    else BatchPutResult(PutStatus.PUT_OK) for sec in decoded.sections]
         if isinstance(decoded, RawEntry):
             return self._apply_batch(entry.index, decoded, start)
         batch = decoded
@@ -161,11 +170,14 @@ class DLedgerStateMachine:
                                                batch.store_host)
         return results
 
-    def _apply_batch(self, index: int, entry: RawEntry, start: int) -> BatchPutResult:
+    def _apply_batch(self, index: int, entry: RawEntry, start: int,
+                     first_position: int = 0) -> BatchPutResult:
+        """The batch's messages from ``start`` on, as positions ``first_position + i``
+        of entry ``index``."""
         b = entry.batch
         if start >= len(b.bodies):
             return BatchPutResult(PutStatus.PUT_OK)
-        props = mark_positions(b.properties[start:], index, start)
+        props = mark_positions(b.properties[start:], index, first_position + start)
         tail = RawBatch(b.topic, b.queue_id, b.born_host, b.born_timestamp, b.bodies[start:],
                         props, b.tags_codes[start:], b.flags[start:], b.sys_flag,
                         b.reconsume_times)
@@ -175,9 +187,11 @@ class DLedgerStateMachine:
         return result
 
     def _apply_built(self, index: int, entry: BuiltEntry, start: int) -> BatchPutResult:
-        """The records as the leader built them when this commitlog is where it placed
-        them (always, unless its projection was wrong); otherwise encoded again here,
-        as every replica does in the same state."""
+        """A section's records as the leader built them when this commitlog is where it
+        placed them (always, unless its projection was wrong); otherwise encoded again
+        here, as every replica does in the same state. ``start``: its first message
+        not yet stored."""
+        start = max(0, start)
         if start >= len(entry.built.sizes):
             return BatchPutResult(PutStatus.PUT_OK)
         if start == 0 and entry.index == index:
@@ -189,7 +203,7 @@ class DLedgerStateMachine:
         self.rebuilt += 1
         self.on_rebuilt()
         raw = RawEntry(entry.built.store_timestamp, entry.store_host, unbuilt(entry))
-        return self._apply_batch(index, raw, start)
+        return self._apply_batch(index, raw, start, entry.first_position)
 
     def snapshot(self) -> bytes:
         raise RuntimeError("a DLedger commitlog takes no snapshots: the store is its state")
@@ -240,6 +254,10 @@ class DLedgerReplication:
         self.peers_read_built = False
         """Every other replica reads version 3 entries (records built by the leader)."""
         self.proposed_built = self.proposed_other = 0
+        # Sections with built records, gathered in one loop turn for one entry.
+        self._group: list[BuiltEntry] = []
+        self._group_waiters: list[asyncio.Future[BatchPutResult]] = []
+        self._group_index = self._group_positions = self._group_bytes = 0
         self._may_wait_for_apply = False
         store.writer = self
         # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
@@ -265,6 +283,7 @@ class DLedgerReplication:
 
     async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
         data = encode_batch(list(recs), wall_ms(), self.ctx.addresses.broker)
+        self._flush_group()  # (it holds the entry index before this one)
         self.builder.reset()  # their size is known only once applied
         self._may_wait_for_apply = False  # (single sends come often: no pause for them)
         self.proposed_other += 1
@@ -279,9 +298,10 @@ class DLedgerReplication:
         return results
 
     async def put_batch(self, batch: RawBatch) -> BatchPutResult:
-        """One queue's batch as one entry: its records encoded once, by the leader, when
-        it can tell where every replica will store them; otherwise in the producer's
-        layout (no per-message decoding on the leader or the followers)."""
+        """One queue's batch: its records encoded once, by the leader, when it can tell
+        where every replica will store them, and sent with the other batches of the
+        same loop turn as one entry; otherwise one entry in the producer's layout (no
+        per-message decoding on the leader or the followers)."""
         runner = self.runner
         if (self._may_wait_for_apply and self.peers_read_built and not self.builder.ready
                 and not runner.applied_everything):
@@ -290,35 +310,31 @@ class DLedgerReplication:
             self._may_wait_for_apply = False
             with contextlib.suppress(TimeoutError, ProposalError):
                 await asyncio.wait_for(runner.wait_applied(runner.next_index() - 1), 1.0)
+        if self._group_bytes >= GROUP_BYTES:
+            self._flush_group()
         now_ms, host = wall_ms(), self.ctx.addresses.broker
         built = self._build(batch, now_ms, host)
-        decoded: RawEntry | BuiltEntry
         if isinstance(built, BatchPutResult):
             return built
         if built is not None:
-            data, decoded = encode_built(built.index, built.built, host, batch), built
             self.proposed_built += 1
-        else:
-            self.builder.reset()
-            self.proposed_other += 1
-            store_cfg = self.ctx.store.config
-            _, problem = check_batch(batch, host, store_cfg.maxMessageSize,
-                                     store_cfg.maxPropertiesSize,
-                                     store_cfg.mappedFileSizeCommitLog)
-            if problem is not None:  # refused before it enters the log
-                return BatchPutResult(problem[0], remark=problem[1])
-            data, decoded = encode_raw_batch(batch, now_ms, host), RawEntry(now_ms, host, batch)
+            return await self._join_group(built)
+        self._flush_group()  # (it holds the entry index before this one)
+        self.builder.reset()
+        self.proposed_other += 1
+        store_cfg = self.ctx.store.config
+        _, problem = check_batch(batch, host, store_cfg.maxMessageSize,
+                                 store_cfg.maxPropertiesSize, store_cfg.mappedFileSizeCommitLog)
+        if problem is not None:  # refused before it enters the log
+            return BatchPutResult(problem[0], remark=problem[1])
+        data = encode_raw_batch(batch, now_ms, host)
         sm = self.state_machine
-        sm.expect(data, decoded)
+        sm.expect(data, RawEntry(now_ms, host, batch))
         try:
             result = await self.runner.propose(data)
-        except RaftNotLeaderError as exc:
+        except (RaftNotLeaderError, ProposalError) as exc:
             self.builder.reset()
-            return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE,
-                                  remark=f"not the DLedger leader (leader: {exc.leader_id})")
-        except ProposalError as exc:
-            self.builder.reset()
-            return BatchPutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
+            return _refusal(exc)
         finally:
             sm.forget(data)
         assert isinstance(result, BatchPutResult)
@@ -326,18 +342,22 @@ class DLedgerReplication:
 
     def _build(self, batch: RawBatch, now_ms: int,
                host: str) -> BuiltEntry | BatchPutResult | None:
-        """The batch as a version 3 entry, with its records encoded where every replica
-        will store them; None when this leader cannot tell where that is (then the
-        batch goes as version 2 and each replica encodes it)."""
+        """The batch as a section of the version 3 entry being gathered, its records
+        encoded where every replica will store them; None when this leader cannot tell
+        where that is (then the batch goes as version 2 and each replica encodes it)."""
         builder, runner, store = self.builder, self.runner, self.ctx.store
         if not self.peers_read_built:
             return None
         if not builder.ready:
-            if not runner.applied_everything:
+            if self._group or not runner.applied_everything:
                 return None
             builder.start_from(store.commitlog_max_offset)
-        index = runner.next_index()
-        marked = replace(batch, properties=mark_positions(batch.properties, index, 0))
+        if self._group:
+            index, first_position = self._group_index, self._group_positions
+        else:
+            index, first_position = runner.next_index(), 0
+        marked = replace(batch, properties=mark_positions(batch.properties, index,
+                                                          first_position))
         cfg = store.config
         enc, problem = check_batch(marked, host, cfg.maxMessageSize, cfg.maxPropertiesSize,
                                    cfg.mappedFileSizeCommitLog)
@@ -345,7 +365,62 @@ class DLedgerReplication:
             assert problem is not None
             return BatchPutResult(problem[0], remark=problem[1])
         return builder.place(enc, index, now_ms, host, store.next_queue_offset,
-                             cfg.mappedFileSizeCommitLog)
+                             cfg.mappedFileSizeCommitLog, first_position)
+
+    def _join_group(self, built: BuiltEntry) -> asyncio.Future[BatchPutResult]:
+        """Add a section to the entry proposed at the end of this loop turn."""
+        loop = asyncio.get_running_loop()
+        if not self._group:
+            self._group_index = built.index
+            loop.call_soon(self._flush_group)
+        self._group.append(built)
+        self._group_positions += len(built.built.sizes)
+        self._group_bytes += len(built.built.records)
+        waiter: asyncio.Future[BatchPutResult] = loop.create_future()
+        self._group_waiters.append(waiter)
+        return waiter
+
+    def _flush_group(self) -> None:
+        """Propose the gathered sections as one entry (before anything proposed after
+        them: their marks name the index it gets)."""
+        if not self._group:
+            return
+        group = BuiltGroup(self._group_index, self.ctx.addresses.broker, self._group)
+        waiters = self._group_waiters
+        self._group, self._group_waiters = [], []
+        self._group_positions = self._group_bytes = 0
+        data = encode_built(group)
+        sm = self.state_machine
+        sm.expect(data, group)
+        try:
+            proposed = self.runner.submit([data])
+        except (RaftNotLeaderError, ProposalError) as exc:
+            sm.forget(data)
+            self._group_failed(waiters, exc)
+            return
+        proposed.add_done_callback(functools.partial(self._group_done, data, waiters))
+
+    def _group_done(self, data: bytes, waiters: list[asyncio.Future[BatchPutResult]],
+                    proposed: asyncio.Future[list[Any]]) -> None:
+        self.state_machine.forget(data)
+        if proposed.cancelled():
+            self._group_failed(waiters, ProposalError("proposal cancelled"))
+            return
+        exc = proposed.exception()
+        if exc is not None:
+            self._group_failed(waiters, exc)
+            return
+        for waiter, result in zip(waiters, proposed.result()[0], strict=True):
+            if not waiter.done():
+                waiter.set_result(result)
+
+    def _group_failed(self, waiters: list[asyncio.Future[BatchPutResult]],
+                      exc: BaseException) -> None:
+        self.builder.reset()
+        refusal = _refusal(exc)
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(refusal)
 
     # ---- roles ----------------------------------------------------------------------
 
@@ -432,6 +507,13 @@ class DLedgerReplication:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 remark=f"not the DLedger leader (leader: {exc.leader_id})")
         return cmd.response(remark=f"transferring leadership to {target}")
+
+
+def _refusal(exc: BaseException) -> BatchPutResult:
+    if isinstance(exc, RaftNotLeaderError):
+        return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE,
+                              remark=f"not the DLedger leader (leader: {exc.leader_id})")
+    return BatchPutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
 
 
 async def read_status(rpc: RpcClient, addr: str, timeout: float = 1.0) -> dict[str, object] | None:

@@ -37,11 +37,12 @@ class EntryBuilder:
         self._queues = {}
 
     def place(self, enc: EncodedBatch, index: int, store_timestamp: int, store_host: str,
-              next_queue_offset: Callable[[str, int], int],
-              segment_size: int) -> BuiltEntry | None:
-        """The batch's records placed after everything proposed so far, as entry
-        ``index`` (its properties already carry that index's marks); None when no
-        segment could hold it (the leader stops following: see ``reset``)."""
+              next_queue_offset: Callable[[str, int], int], segment_size: int,
+              first_position: int = 0) -> BuiltEntry | None:
+        """The batch's records placed after everything proposed so far, as messages
+        ``first_position`` on of entry ``index`` (its properties already carry those
+        marks); None when no segment could hold it (the leader stops following: see
+        ``reset``)."""
         assert self._end is not None, "place() before start_from()"
         b = enc.batch
         total = sum(enc.sizes)
@@ -56,4 +57,4 @@ class EntryBuilder:
         self._end = start + total
         self._queues[key] = first + len(enc.sizes)
         return BuiltEntry(index, store_host, b.born_host, b.born_timestamp, b.sys_flag,
-                          b.reconsume_times, list(b.flags), built)
+                          b.reconsume_times, list(b.flags), built, first_position)

@@ -4,22 +4,24 @@ On disk the entries sit in the Raft log (``mqcluster.raft.diskformat``: each ent
 framed with its term, index and CRC). Their data is one of two layouts, big-endian,
 told apart by the version byte:
 
-Version 3, one queue's batch with its commitlog records already encoded: the leader
-places them where every replica's commitlog will end when it applies the entry
-(``store.built``), so a replica writes them as they are::
+Version 3, the producer batches a leader took in one turn of its loop (one or more
+sections, each one queue's batch) with their commitlog records already encoded: the
+leader places them where every replica's commitlog will end when it applies the
+entry (``store.built``), so a replica writes them as they are::
 
-    magic "MQDL" (4)  version=3 (1)  storeTimestamp (8)  storeHostLen (2) storeHost
-    index (8)  startOffset (8)  firstQueueOffset (8)
-    topicLen (2) topic  bornHostLen (2) bornHost
-    queueId (4)  bornTimestamp (8)  sysFlag (4)  reconsumeTimes (4)  count (4)
-    sizes (count x 4)  tagsCodes (count x 8)  flags (count x 4)
-    then the records, back to back, as ``store.codec`` lays them out; each one's
-    properties end with ``DLEDGER_INDEX=<index>.<position>``
+    magic "MQDL" (4)  version=3 (1)  storeHostLen (2) storeHost  index (8)
+    sections (4), then per section:
+      storeTimestamp (8)  firstPosition (4)  startOffset (8)  firstQueueOffset (8)
+      topicLen (2) topic  bornHostLen (2) bornHost
+      queueId (4)  bornTimestamp (8)  sysFlag (4)  reconsumeTimes (4)  count (4)
+      sizes (count x 4)  tagsCodes (count x 8)  flags (count x 4)
+      then the records, back to back, as ``store.codec`` lays them out; each one's
+      properties end with ``DLEDGER_INDEX=<index>.<firstPosition + i>``
 
 ``index`` is the entry index the leader expected the entry to get. A replica whose
-commitlog is not where the records were placed, or an entry that got another index,
-is applied by encoding the batch again from the records (same bytes when the place is
-the same).
+commitlog is not where a section's records were placed, or an entry that got another
+index, stores that section by encoding the batch again from its records (same bytes
+when the place is the same).
 
 Version 2, one queue's batch as the producer sent it (``SEND_BATCH_MESSAGE``)::
 
@@ -65,7 +67,10 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _RAW_HEAD = struct.Struct(">iqiiI")  # queueId, bornTimestamp, sysFlag, reconsumeTimes, count
 _RAW_MSG = struct.Struct(">iqII")  # flag, tagsCode, propertiesLen, bodyLen
-_BUILT_HEAD = struct.Struct(">qqq")  # index, startOffset, firstQueueOffset
+_GROUP_HEAD = struct.Struct(">4sBH")  # magic, version, storeHostLen
+_INDEX_COUNT = struct.Struct(">qI")  # index, sections
+# storeTimestamp, firstPosition, startOffset, firstQueueOffset
+_SECTION_HEAD = struct.Struct(">qIqq")
 
 
 class EntryFormatError(ValueError):
@@ -88,7 +93,9 @@ class RawEntry:
 
 @dataclass(frozen=True)
 class BuiltEntry:
-    """A version 3 entry: ``built`` holds the records, the rest what re-encoding needs."""
+    """One section of a version 3 entry: a producer batch whose records ``built`` holds
+    (its messages are positions ``first_position`` on of entry ``index``), and what
+    encoding it again needs."""
 
     index: int
     store_host: str
@@ -98,6 +105,16 @@ class BuiltEntry:
     reconsume_times: int
     flags: list[int]
     built: BuiltBatch
+    first_position: int = 0
+
+
+@dataclass(frozen=True)
+class BuiltGroup:
+    """A version 3 entry: the batches a leader took in one turn of its loop."""
+
+    index: int
+    store_host: str
+    sections: list[BuiltEntry]
 
 
 def mark_positions(props: list[bytes], index: int, start: int) -> list[bytes]:
@@ -108,54 +125,71 @@ def mark_positions(props: list[bytes], index: int, start: int) -> list[bytes]:
             for i, p in enumerate(props, start)]
 
 
-def encode_built(index: int, built: BuiltBatch, store_host: str, batch: RawBatch) -> bytes:
-    """A version 3 entry of ``batch``, whose records ``built`` holds."""
-    host, topic, born = (store_host.encode(), batch.topic.encode(), batch.born_host.encode())
-    n = len(built.sizes)
-    return b"".join((
-        _HEAD.pack(MAGIC, BUILT_VERSION, built.store_timestamp, len(host)), host,
-        _BUILT_HEAD.pack(index, built.start, built.first_queue_offset),
-        _U16.pack(len(topic)), topic, _U16.pack(len(born)), born,
-        _RAW_HEAD.pack(batch.queue_id, batch.born_timestamp, batch.sys_flag,
-                       batch.reconsume_times, n),
-        struct.pack(f">{n}I", *built.sizes), struct.pack(f">{n}q", *built.tags_codes),
-        struct.pack(f">{n}i", *batch.flags), built.records))
+def encode_built(group: BuiltGroup) -> bytes:
+    host = group.store_host.encode()
+    out: list[bytes | memoryview] = [
+        _GROUP_HEAD.pack(MAGIC, BUILT_VERSION, len(host)), host,
+        _INDEX_COUNT.pack(group.index, len(group.sections))]
+    for sec in group.sections:
+        b = sec.built
+        topic, born = b.topic.encode(), sec.born_host.encode()
+        n = len(b.sizes)
+        out += (_SECTION_HEAD.pack(b.store_timestamp, sec.first_position, b.start,
+                                   b.first_queue_offset),
+                _U16.pack(len(topic)), topic, _U16.pack(len(born)), born,
+                _RAW_HEAD.pack(b.queue_id, sec.born_timestamp, sec.sys_flag,
+                               sec.reconsume_times, n),
+                struct.pack(f">{n}I", *b.sizes), struct.pack(f">{n}q", *b.tags_codes),
+                struct.pack(f">{n}i", *sec.flags), b.records)
+    return b"".join(out)
 
 
-def _decode_built(data: bytes) -> BuiltEntry:
+def _decode_built(data: bytes) -> BuiltGroup:
     try:
-        _, _, ts, host_len = _HEAD.unpack_from(data, 0)
-        pos = _HEAD.size
+        _, _, host_len = _GROUP_HEAD.unpack_from(data, 0)
+        pos = _GROUP_HEAD.size
         host = data[pos:pos + host_len].decode()
         pos += host_len
-        index, start, first_queue_offset = _BUILT_HEAD.unpack_from(data, pos)
-        pos += _BUILT_HEAD.size
-        (n,) = _U16.unpack_from(data, pos)
-        topic = data[pos + 2:pos + 2 + n].decode()
-        pos += 2 + n
-        (n,) = _U16.unpack_from(data, pos)
-        born = data[pos + 2:pos + 2 + n].decode()
-        pos += 2 + n
-        queue_id, born_ts, sys_flag, reconsume, count = _RAW_HEAD.unpack_from(data, pos)
-        pos += _RAW_HEAD.size
-        sizes = list(struct.unpack_from(f">{count}I", data, pos))
-        pos += 4 * count
-        codes = list(struct.unpack_from(f">{count}q", data, pos))
-        pos += 8 * count
-        flags = list(struct.unpack_from(f">{count}i", data, pos))
-        pos += 4 * count
+        index, n_sections = _INDEX_COUNT.unpack_from(data, pos)
+        pos += _INDEX_COUNT.size
+        view = memoryview(data)
+        sections = []
+        for _ in range(n_sections):
+            ts, first_position, start, first_queue_offset = _SECTION_HEAD.unpack_from(data, pos)
+            pos += _SECTION_HEAD.size
+            (n,) = _U16.unpack_from(data, pos)
+            topic = data[pos + 2:pos + 2 + n].decode()
+            pos += 2 + n
+            (n,) = _U16.unpack_from(data, pos)
+            born = data[pos + 2:pos + 2 + n].decode()
+            pos += 2 + n
+            queue_id, born_ts, sys_flag, reconsume, count = _RAW_HEAD.unpack_from(data, pos)
+            pos += _RAW_HEAD.size
+            sizes = list(struct.unpack_from(f">{count}I", data, pos))
+            pos += 4 * count
+            codes = list(struct.unpack_from(f">{count}q", data, pos))
+            pos += 8 * count
+            flags = list(struct.unpack_from(f">{count}i", data, pos))
+            pos += 4 * count
+            total = sum(sizes)
+            if not count or pos + total > len(data):
+                raise EntryFormatError(f"DLedger built entry {index}: a section of {count} "
+                                       f"records of {total} bytes runs past the entry")
+            built = BuiltBatch(topic, queue_id, first_queue_offset, start, sizes, codes,
+                               view[pos:pos + total], ts)
+            pos += total
+            sections.append(BuiltEntry(index, host, born, born_ts, sys_flag, reconsume,
+                                       flags, built, first_position))
     except (struct.error, UnicodeDecodeError) as exc:
         raise EntryFormatError(f"malformed DLedger built entry: {exc}") from exc
-    if not count or len(data) - pos != sum(sizes):
-        raise EntryFormatError(f"DLedger built entry holds {len(data) - pos} bytes of records "
-                               f"for {count} records of {sum(sizes)}")
-    built = BuiltBatch(topic, queue_id, first_queue_offset, start, sizes, codes,
-                       memoryview(data)[pos:], ts)
-    return BuiltEntry(index, host, born, born_ts, sys_flag, reconsume, flags, built)
+    if not sections or pos != len(data):
+        raise EntryFormatError(f"DLedger built entry {index}: {len(data) - pos} bytes after "
+                               f"{len(sections)} sections")
+    return BuiltGroup(index, host, sections)
 
 
 def unbuilt(entry: BuiltEntry) -> RawBatch:
-    """The producer's batch back from a version 3 entry's records (without the marks the
+    """The producer's batch back from a section's records (without the marks the
     leader added), to be stored by encoding it again."""
     b = entry.built
     data = b.records
@@ -165,7 +199,7 @@ def unbuilt(entry: BuiltEntry) -> RawBatch:
     bodies, props = [], []
     pos = 0
     try:
-        for i, size in enumerate(b.sizes):
+        for i, size in enumerate(b.sizes, entry.first_position):
             at = pos + skip_hosts
             (blen,) = I32.unpack_from(data, at)
             bodies.append(bytes(data[at + 4:at + 4 + blen]))
@@ -198,7 +232,7 @@ def encode_raw_batch(batch: RawBatch, store_timestamp: int, store_host: str) -> 
     return b"".join(out)
 
 
-def decode_entry(data: bytes) -> MessageBatch | RawEntry | BuiltEntry:
+def decode_entry(data: bytes) -> MessageBatch | RawEntry | BuiltGroup:
     """Any layout, by its version byte."""
     if len(data) > _HEAD.size and data[:4] == MAGIC:
         if data[4] == BUILT_VERSION:

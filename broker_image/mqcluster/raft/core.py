@@ -96,7 +96,7 @@ class _HeartbeatRound:
 class _Transfer:
     target: str
     deadline: float
-    timeout_now_sent: bool = False
+    timeout_now_sent_at: float | None = None
 
 
 class RaftNode:
@@ -1068,10 +1068,13 @@ class RaftNode:
         if self._now >= transfer.deadline:
             self._transfer = None  # give up: the leader serves writes again
             return
-        if transfer.timeout_now_sent:
+        sent_at = transfer.timeout_now_sent_at
+        # A TimeoutNow can be lost (the target's connection was down, e.g. it has just
+        # restarted): sent again while the target has not taken over, until the deadline.
+        if sent_at is not None and self._now - sent_at < self.config.append_retry_timeout:
             return
         if self.match_index(transfer.target) >= self._log.last_index:
-            transfer.timeout_now_sent = True
+            transfer.timeout_now_sent_at = self._now
             self._send(TimeoutNowRequest(src=self.id, dst=transfer.target, term=self._term))
 
     def _check_preferred_leader(self) -> None:

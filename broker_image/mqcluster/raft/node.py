@@ -536,6 +536,18 @@ class RaftRunner:
             raise self.not_leader_error()
         if not datas:
             return []
+        return await self.submit(datas, timeout)
+
+    def submit(
+        self, datas: Sequence[bytes], timeout: float | None = None
+    ) -> asyncio.Future[list[Any]]:
+        """``propose_batch`` without waiting: the values are queued before this returns
+        (so they come after anything proposed earlier), and the future gets their results
+        (or ``ProposalError`` / ``RaftNotLeaderError``)."""
+        if self._stopping or self.failure is not None:
+            raise ProposalError("raft runner stopped")
+        if not self.is_leader or self.node.transferee is not None:
+            raise self.not_leader_error()
         loop = asyncio.get_running_loop()
         proposal = _Proposal(list(datas), loop.create_future())
         self._proposals.append(proposal)
@@ -550,10 +562,8 @@ class RaftRunner:
             self._expire,
             proposal,
         )
-        try:
-            return await proposal.future
-        finally:
-            expiry.cancel()
+        proposal.future.add_done_callback(lambda _f: expiry.cancel())
+        return proposal.future
 
     @staticmethod
     def _expire(p: _Proposal) -> None:
