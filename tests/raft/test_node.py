@@ -91,6 +91,14 @@ class Group:
         self.runners[node_id], self.machines[node_id] = runner, sm
         return runner
 
+    async def start_all(self) -> None:
+        for nid in self.peers:
+            await self.start(nid)
+
+    async def stop_all(self) -> None:
+        for nid in list(self.runners):
+            await self.stop(nid)
+
     async def stop(self, node_id: str) -> None:
         await self.runners.pop(node_id).stop()
         self.machines.pop(node_id)
@@ -378,8 +386,7 @@ async def test_next_index_and_waiting_until_the_log_is_applied(group: Group) -> 
 async def test_a_log_without_snapshots_keeps_only_its_newest_entries_in_memory(
         tmp_path: Path) -> None:
     g = Group(tmp_path, RunnerOptions(snapshot_every=0, max_cached_log_bytes=4096))
-    for nid in g.peers:
-        await g.start(nid)
+    await g.start_all()
     try:
         leader = await g.leader()
         behind = next(nid for nid in g.runners if nid != leader.node_id)
@@ -393,24 +400,20 @@ async def test_a_log_without_snapshots_keeps_only_its_newest_entries_in_memory(
         await asyncio.wait_for(g.machines[behind].wait_for(lambda v: len(v) == 300), 10)
         assert g.machines[behind].values == values
     finally:
-        for nid in list(g.runners):
-            await g.stop(nid)
+        await g.stop_all()
 
 
 async def test_a_restarted_member_reads_its_log_a_part_at_a_time(tmp_path: Path) -> None:
     g = Group(tmp_path, RunnerOptions(snapshot_every=0, max_cached_log_bytes=4096),
               RaftConfig(max_committed_bytes=2000))
-    for nid in g.peers:
-        await g.start(nid)
+    await g.start_all()
     values = [bytes([i % 256]) * 200 for i in range(300)]
     try:
         leader = await g.leader()
         for i in range(0, 300, 30):
             await leader.propose_batch(values[i:i + 30])
-        for nid in list(g.runners):
-            await g.stop(nid)
-        for nid in g.peers:
-            await g.start(nid)
+        await g.stop_all()
+        await g.start_all()
         for nid, runner in g.runners.items():
             # every value applied again from the log files (no snapshots), yet never
             # more than the limit (and the newest entries) in memory
@@ -418,5 +421,4 @@ async def test_a_restarted_member_reads_its_log_a_part_at_a_time(tmp_path: Path)
             assert g.machines[nid].values[:300] == values
             assert runner.node.cached_log_bytes <= 4096 + 200
     finally:
-        for nid in list(g.runners):
-            await g.stop(nid)
+        await g.stop_all()

@@ -117,6 +117,12 @@ class BuiltGroup:
     sections: list[BuiltEntry]
 
 
+def _str16(data: bytes, pos: int) -> tuple[str, int]:
+    """A string after its 2-byte length at ``pos``, and the position after it."""
+    (n,) = _U16.unpack_from(data, pos)
+    return data[pos + 2:pos + 2 + n].decode(), pos + 2 + n
+
+
 def mark_positions(props: list[bytes], index: int, start: int) -> list[bytes]:
     """The stored properties strings with ``DLEDGER_INDEX`` appended, message ``start``
     of entry ``index`` first."""
@@ -157,12 +163,8 @@ def _decode_built(data: bytes) -> BuiltGroup:
         for _ in range(n_sections):
             ts, first_position, start, first_queue_offset = _SECTION_HEAD.unpack_from(data, pos)
             pos += _SECTION_HEAD.size
-            (n,) = _U16.unpack_from(data, pos)
-            topic = data[pos + 2:pos + 2 + n].decode()
-            pos += 2 + n
-            (n,) = _U16.unpack_from(data, pos)
-            born = data[pos + 2:pos + 2 + n].decode()
-            pos += 2 + n
+            topic, pos = _str16(data, pos)
+            born, pos = _str16(data, pos)
             queue_id, born_ts, sys_flag, reconsume, count = _RAW_HEAD.unpack_from(data, pos)
             pos += _RAW_HEAD.size
             sizes = list(struct.unpack_from(f">{count}I", data, pos))
@@ -248,12 +250,8 @@ def _decode_raw(data: bytes) -> RawEntry:
         pos = _HEAD.size
         host = data[pos:pos + host_len].decode()
         pos += host_len
-        (n,) = _U16.unpack_from(data, pos)
-        topic = data[pos + 2:pos + 2 + n].decode()
-        pos += 2 + n
-        (n,) = _U16.unpack_from(data, pos)
-        born = data[pos + 2:pos + 2 + n].decode()
-        pos += 2 + n
+        topic, pos = _str16(data, pos)
+        born, pos = _str16(data, pos)
         queue_id, born_ts, sys_flag, reconsume, count = _RAW_HEAD.unpack_from(data, pos)
         pos += _RAW_HEAD.size
         bodies: list[bytes] = []
