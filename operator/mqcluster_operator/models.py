@@ -426,6 +426,8 @@ class UpgradeStatus(CRModel):
     """Pod the master was asked to hand over to (controller mode)."""
     transferTo: str | None = None
     """Pod the DLedger leader was asked to transfer leadership to."""
+    askedAt: float | None = None
+    """Unix time the handover (switchoverTo / transferTo) was last asked for."""
     progress: str = ""
     """``2/3 pods upgraded``."""
     paused: str | None = None

@@ -28,7 +28,7 @@ Everything the planner needs to resume is in ``status.upgrade``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import names
@@ -37,6 +37,11 @@ from .models import BrokerGroupSpec
 
 REVISION_LABEL = "controller-revision-hash"
 PAUSED_TIMEOUT = "PausedStepTimeout"
+HANDOVER_RETRY_SECONDS = 10.0
+"""A handover that has not happened is asked for again this often (until the step's
+timeout): a DLedger leader abandons a transfer after a second, e.g. when its target
+was briefly unreachable."""
+HANDOVER_KEYS = ("switchoverTo", "transferTo", "askedAt")
 RESUME = "resume"
 
 
@@ -114,7 +119,7 @@ def plan_upgrade(
     state["progress"] = progress
     if resume:  # a new timeout; a handover that never happened is asked for again
         state["since"] = now
-        for key in ("paused", "switchoverTo", "transferTo"):
+        for key in ("paused", *HANDOVER_KEYS):
             state.pop(key, None)
     step = next_step(spec, name, pods, outdated, state, in_sync, master, offsets, now)
     return UpgradeStep(
@@ -148,8 +153,8 @@ def next_step(
     if slaves:
         victim = slaves[0]
         new = {**state, "since": now, "deleted": {victim: by_name[victim].uid}}
-        new.pop("switchoverTo", None)
-        new.pop("transferTo", None)
+        for key in HANDOVER_KEYS:
+            new.pop(key, None)
         return UpgradeStep(delete=victim, status=new,
                            condition=(True, "RestartingSlave", f"restarting {victim} ({progress})"),
                            events=(("Normal", f"upgrade: restarting slave {victim} ({progress})"),))
@@ -164,8 +169,15 @@ def next_step(
                                     f"upgrade: restarting master {master} ({progress})"),))
     asked = state.get("switchoverTo") or state.get("transferTo")
     if asked:
-        return stalled(spec, state, now, f"waiting for {asked} to become master",
-                       spec.upgradePolicy.switchoverTimeoutSeconds)
+        waited = stalled(spec, state, now, f"waiting for {asked} to become master",
+                         spec.upgradePolicy.switchoverTimeoutSeconds)
+        asked_at = float(state.get("askedAt", state.get("since", now)))
+        if (waited.status or state).get("paused") or now - asked_at < HANDOVER_RETRY_SECONDS:
+            return waited
+        # asked again; the step's timeout still counts from the first request
+        return replace(waited, status={**(waited.status or state), "askedAt": now},
+                       switchover_to=asked if spec.mode == "Controller" else None,
+                       transfer_to=asked if spec.mode == "DLedger" else None)
     candidates = sorted(
         p.name for p in pods
         if p.name != master and p.name not in outdated and p.name not in learners(spec, name)
@@ -179,7 +191,7 @@ def next_step(
     return UpgradeStep(
         switchover_to=target if spec.mode == "Controller" else None,
         transfer_to=target if spec.mode == "DLedger" else None,
-        status={**state, "since": now, field: target},
+        status={**state, "since": now, "askedAt": now, field: target},
         condition=(True, "Switchover", f"{what} {target} ({progress})"),
         events=(("Normal", f"upgrade: {what} {target}"),),
     )

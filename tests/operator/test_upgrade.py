@@ -352,3 +352,26 @@ def test_the_runtime_keys_are_ones_the_broker_applies_at_once() -> None:
     assert runtime_config(spec) == {"allAckInSyncStateSet": "true",
                                     "autoCreateTopicEnable": "false",
                                     "inSyncReplicas": "1", "minInSyncReplicas": "1"}
+
+
+def test_a_handover_that_has_not_happened_is_asked_for_again_until_the_timeout() -> None:
+    revs = {"bg-0": "r1", "bg-1": "r2", "bg-2": "r2"}
+    first = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs, status(sss=()), 100,
+                         {"bg-0": 10, "bg-1": 10, "bg-2": 10})
+    assert first.transfer_to == "bg-1" and first.status
+    assert first.status["askedAt"] == 100
+    soon = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs,
+                        status(upgrade=first.status, sss=()), 105)
+    assert soon.transfer_to is None and reason(soon) == "Waiting"
+    again = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs,
+                         status(upgrade=first.status, sss=()), 111)
+    assert again.transfer_to == "bg-1" and again.delete is None and again.events == ()
+    assert again.status and again.status["askedAt"] == 111 and again.status["since"] == 100
+    late = plan_upgrade(DLEDGER, "bg", "r2", pods(), revs,
+                        status(upgrade=again.status, sss=()), 100 + 121)
+    assert late.transfer_to is None and reason(late) == PAUSED_TIMEOUT
+    # controller mode asks the controller again the same way
+    switch = plan_upgrade(SPEC, "bg", "r2", pods(), revs,
+                          status(upgrade={**ROLLING, "switchoverTo": "bg-1", "askedAt": 100.0}),
+                          111)
+    assert switch.switchover_to == "bg-1" and switch.transfer_to is None
