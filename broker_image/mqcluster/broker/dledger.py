@@ -84,7 +84,7 @@ DLEDGER_TRANSFER_LEADERSHIP = 1103
 Position = tuple[int, int]
 DLEDGER_CACHED_LOG_BYTES = 64 * 1024 * 1024
 GROUP_BYTES = 1024 * 1024
-"""Batches gathered for one entry stop at this many bytes of records."""
+"""Batches gathered for one entry stop once their records span this many bytes."""
 
 
 def _position(props: dict[str, str]) -> Position | None:
@@ -254,10 +254,9 @@ class DLedgerReplication:
         self.peers_read_built = False
         """Every other replica reads version 3 entries (records built by the leader)."""
         self.proposed_built = self.proposed_other = 0
-        # Sections with built records, gathered in one loop turn for one entry.
-        self._group: list[BuiltEntry] = []
-        self._group_waiters: list[asyncio.Future[BatchPutResult]] = []
-        self._group_index = self._group_positions = self._group_bytes = 0
+        # Sections with built records gathered in one loop turn for one entry, each
+        # with its producer's waiter.
+        self._group: list[tuple[BuiltEntry, asyncio.Future[BatchPutResult]]] = []
         self._may_wait_for_apply = False
         store.writer = self
         # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
@@ -310,7 +309,8 @@ class DLedgerReplication:
             self._may_wait_for_apply = False
             with contextlib.suppress(TimeoutError, ProposalError):
                 await asyncio.wait_for(runner.wait_applied(runner.next_index() - 1), 1.0)
-        if self._group_bytes >= GROUP_BYTES:
+        group = self._group
+        if group and group[-1][0].built.end - group[0][0].built.start >= GROUP_BYTES:
             self._flush_group()
         now_ms, host = wall_ms(), self.ctx.addresses.broker
         built = self._build(batch, now_ms, host)
@@ -352,8 +352,9 @@ class DLedgerReplication:
             if self._group or not runner.applied_everything:
                 return None
             builder.start_from(store.commitlog_max_offset)
-        if self._group:
-            index, first_position = self._group_index, self._group_positions
+        if self._group:  # the next positions of the entry being gathered
+            last = self._group[-1][0]
+            index, first_position = last.index, last.first_position + len(last.built.sizes)
         else:
             index, first_position = runner.next_index(), 0
         marked = replace(batch, properties=mark_positions(batch.properties, index,
@@ -371,13 +372,9 @@ class DLedgerReplication:
         """Add a section to the entry proposed at the end of this loop turn."""
         loop = asyncio.get_running_loop()
         if not self._group:
-            self._group_index = built.index
             loop.call_soon(self._flush_group)
-        self._group.append(built)
-        self._group_positions += len(built.built.sizes)
-        self._group_bytes += len(built.built.records)
         waiter: asyncio.Future[BatchPutResult] = loop.create_future()
-        self._group_waiters.append(waiter)
+        self._group.append((built, waiter))
         return waiter
 
     def _flush_group(self) -> None:
@@ -385,10 +382,10 @@ class DLedgerReplication:
         them: their marks name the index it gets)."""
         if not self._group:
             return
-        group = BuiltGroup(self._group_index, self.ctx.addresses.broker, self._group)
-        waiters = self._group_waiters
-        self._group, self._group_waiters = [], []
-        self._group_positions = self._group_bytes = 0
+        sections = [section for section, _ in self._group]
+        waiters = [waiter for _, waiter in self._group]
+        self._group = []
+        group = BuiltGroup(sections[0].index, self.ctx.addresses.broker, sections)
         data = encode_built(group)
         sm = self.state_machine
         sm.expect(data, group)

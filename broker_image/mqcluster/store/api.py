@@ -271,19 +271,14 @@ class MessageStore:
                 slots.append(i)
         end: int | None = None
         if batch:
-            caught_up = (self._dispatcher.offset == self._commitlog.max_offset
-                         and cfg.flushDiskType is FlushDiskType.ASYNC_FLUSH)
+            caught_up = self._dispatch_caught_up()
             try:
                 appended = self._commitlog.append(batch, now_ms)
             except OSError as exc:
                 for i in slots:
                     results[i] = PutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
                 return [r for r in results if r is not None], None
-            if caught_up:  # SYNC_FLUSH: the dispatcher batches while producers wait for fsync
-                self._dispatch.dispatch_now()
-            else:
-                self._dispatch.wake()
-            self._notify_append()
+            self._appended(caught_up)
             end = appended[-1].commitlog_offset + appended[-1].size
             host_prefix = codec.offset_msg_id(store_host, 0)[:-16]
             for i, parts, a in zip(slots, batch, appended, strict=True):
@@ -322,17 +317,12 @@ class MessageStore:
         if enc is None:
             assert problem is not None
             return BatchPutResult(problem[0], remark=problem[1])
-        caught_up = (self._dispatcher.offset == cl.max_offset
-                     and cfg.flushDiskType is FlushDiskType.ASYNC_FLUSH)
+        caught_up = self._dispatch_caught_up()
         try:
             first, offsets = cl.append_batch(enc, now_ms)
         except OSError as exc:
             return BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
-        if caught_up:
-            self._dispatch.dispatch_now()
-        else:
-            self._dispatch.wake()
-        self._notify_append()
+        self._appended(caught_up)
         return BatchPutResult(PutStatus.PUT_OK, first, offsets, enc.sizes, now_ms)
 
     def append_built_batch(self, built: BuiltBatch,
@@ -341,26 +331,34 @@ class MessageStore:
         (nothing written) when this commitlog is not where they were placed.
         ``dispatch_now=False``: nobody waits for its consume-queue entries, which the
         dispatcher then adds for many appends at once."""
-        cl = self._commitlog
-        caught_up = (dispatch_now and self._dispatcher.offset == cl.max_offset
-                     and self.config.flushDiskType is FlushDiskType.ASYNC_FLUSH)
+        caught_up = dispatch_now and self._dispatch_caught_up()
         try:
-            offsets = cl.append_built(built)
+            offsets = self._commitlog.append_built(built)
         except OSError as exc:
             return BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
         if offsets is None:
             return None
-        if caught_up:
-            self._dispatch.dispatch_now()
-        else:
-            self._dispatch.wake()
-        self._notify_append()
+        self._appended(caught_up)
         return BatchPutResult(PutStatus.PUT_OK, built.first_queue_offset, offsets,
                               built.sizes, built.store_timestamp)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the commitlog's next message of that queue gets."""
         return self._commitlog.next_queue_offset(topic, queue_id)
+
+    def _dispatch_caught_up(self) -> bool:
+        """Before a local append: whether to dispatch it in the appender's own turn (the
+        dispatcher is at the end; with SYNC_FLUSH it batches while producers wait for
+        the fsync instead)."""
+        return (self._dispatcher.offset == self._commitlog.max_offset
+                and self.config.flushDiskType is FlushDiskType.ASYNC_FLUSH)
+
+    def _appended(self, dispatch_now: bool) -> None:
+        if dispatch_now:
+            self._dispatch.dispatch_now()
+        else:
+            self._dispatch.wake()
+        self._notify_append()
 
     async def _wait_durable(self, end: int) -> PutStatus:
         """The flush the config promises, then the replicas' acks the gate asks for."""

@@ -128,14 +128,7 @@ class CommitLog:
         try:
             return self._append(batch, store_timestamp, touched)
         except OSError:
-            log.exception("commitlog append failed at %d; rolling back", start)
-            for key, old in touched.items():
-                if old is None:
-                    self.queue_offsets.pop(key, None)
-                else:
-                    self.queue_offsets[key] = old
-            self.files.truncate(start)
-            self._table_scanned_to = start
+            self._roll_back(start, touched)
             raise
 
     def append_batch(self, enc: EncodedBatch, store_timestamp: int) -> tuple[int, list[int]]:
@@ -148,14 +141,20 @@ class CommitLog:
         try:
             return self._append_batch(enc, store_timestamp, old or 0)
         except OSError:
-            log.exception("commitlog append failed at %d; rolling back", start)
+            self._roll_back(start, {key: old})
+            raise
+
+    def _roll_back(self, start: int, queue_offsets: dict[QueueKey, int | None]) -> None:
+        """Undo an append that failed part way: the files back to ``start``, and the
+        given queues' next offsets back to what they were (None: the queue was new)."""
+        log.exception("commitlog append failed at %d; rolling back", start)
+        for key, old in queue_offsets.items():
             if old is None:
                 self.queue_offsets.pop(key, None)
             else:
                 self.queue_offsets[key] = old
-            self.files.truncate(start)
-            self._table_scanned_to = start
-            raise
+        self.files.truncate(start)
+        self._table_scanned_to = start
 
     def _append_batch(self, enc: EncodedBatch, store_timestamp: int,
                       first: int) -> tuple[int, list[int]]:
@@ -198,9 +197,7 @@ class CommitLog:
         queue offset. Returns the records' offsets, or None (nothing written) if not."""
         self._catch_up_queue_offsets()
         batch_start = self.max_offset
-        key = (built.topic, built.queue_id)
-        old = self.queue_offsets.get(key)
-        if ((old or 0) != built.first_queue_offset
+        if (self.queue_offsets.get((built.topic, built.queue_id), 0) != built.first_queue_offset
                 or placement(batch_start, len(built.records), self.segment_size) != built.start):
             return None
         try:
@@ -211,9 +208,7 @@ class CommitLog:
                 seg = self.files.create(seg.limit)
             seg.append(built.records)
         except OSError:
-            log.exception("commitlog append failed at %d; rolling back", batch_start)
-            self.files.truncate(batch_start)
-            self._table_scanned_to = batch_start
+            self._roll_back(batch_start, {})  # (queue offsets are set only after the write)
             raise
         offsets = built.offsets
         self._appended_run(batch_start, QueueRun(built.topic, built.queue_id,
