@@ -22,6 +22,7 @@ from mqcluster.raft.node import (
     RunnerOptions,
     parse_peers,
 )
+from mqcluster.raft.storage import PendingSync
 from mqcluster.raft.types import (
     AppendRequest,
     Entry,
@@ -335,8 +336,8 @@ async def test_failed_fsync_behind_the_leaders_writes_stops_it(group: Group) -> 
     leader = await group.leader()
     assert leader._log is not None and leader.options.leader_sync_behind
 
-    def failing_sync(fd: int) -> None:
-        os.close(fd)
+    def failing_sync(pending: PendingSync) -> None:
+        os.close(pending.fd)
         raise OSError(5, "Input/output error")
 
     leader._log.sync_descriptor = failing_sync  # type: ignore[method-assign]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +28,7 @@ def segment_files(root: Path) -> list[Path]:
     return sorted((root / "log").glob("*.seg"))
 
 
-def reopen(log: RaftLog, **kw: int) -> RaftLog:
+def reopen(log: RaftLog, **kw: Any) -> RaftLog:
     log.close()
     return RaftLog(log.root, **kw)
 
@@ -436,13 +439,13 @@ def test_begin_sync_hands_out_a_descriptor_only_for_unsynced_writes(tmp_path: Pa
     log = RaftLog(tmp_path)
     assert log.begin_sync() is None
     log.append(entries_with_terms(1, 1), sync=False)
-    fd = log.begin_sync()
-    assert fd is not None
+    pending = log.begin_sync()
+    assert pending is not None
     log.append(entries_with_terms(1, 1, 1)[2:], sync=False)  # after the hand-out
     log.close()  # the tail's own descriptor may go meanwhile
-    RaftLog.sync_descriptor(fd)
+    log.sync_descriptor(pending)
     with pytest.raises(OSError):
-        os.fstat(fd)  # closed by sync_descriptor
+        os.fstat(pending.fd)  # closed by sync_descriptor
     assert [e.index for e in RaftLog(tmp_path).load().entries] == [1, 2, 3]
 
 
@@ -471,3 +474,60 @@ def test_a_log_loads_as_terms_types_and_sizes_across_segments_and_truncation(
         assert (list(st.terms), list(st.types), list(st.sizes)) == described(want)
         log = current
     log.close()
+
+
+# --- page cache ---------------------------------------------------------------------------
+
+_PAGE = mmap.PAGESIZE
+
+
+def cached_pages(path: Path) -> int:
+    """How many of the file's pages are in the page cache (mincore of a mapping,
+    which does not read anything in)."""
+    size = path.stat().st_size
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    with open(path, "rb") as f:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+        assert address not in (None, ctypes.c_void_p(-1).value)
+    try:
+        vec = ctypes.create_string_buffer((size + _PAGE - 1) // _PAGE)
+        assert libc.mincore(address, size, vec) == 0, os.strerror(ctypes.get_errno())
+        return sum(b & 1 for b in vec.raw)
+    finally:
+        libc.munmap(address, size)
+
+
+def big_entries(lo: int, hi: int) -> list[Entry]:
+    return entries(lo, hi, size=8 * _PAGE)
+
+
+def test_fsynced_entries_leave_the_page_cache(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path)
+    log.append(big_entries(1, 8), sync=False)
+    (path,) = segment_files(tmp_path)
+    assert cached_pages(path) >= 64  # written, not yet durable: kept
+    log.sync()
+    assert cached_pages(path) <= 1  # the partial page at the end may stay
+    log.append(big_entries(9, 16))  # sync=True
+    assert cached_pages(path) <= 1
+    log.append(big_entries(17, 24), sync=False)
+    pending = log.begin_sync()
+    assert pending is not None
+    log.append(big_entries(25, 32), sync=False)  # after the hand-out: not durable yet
+    log.sync_descriptor(pending)
+    assert 64 <= cached_pages(path) <= 66
+    log.sync()
+    assert cached_pages(path) <= 1
+    assert [e.index for e in reopen(log).entries(1)] == list(range(1, 33))
+
+
+def test_a_log_told_to_keep_its_pages_keeps_them(tmp_path: Path) -> None:
+    log = RaftLog(tmp_path, drop_synced_pages=False)
+    log.append(big_entries(1, 8))
+    (path,) = segment_files(tmp_path)
+    assert cached_pages(path) >= 64

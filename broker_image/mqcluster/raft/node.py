@@ -736,14 +736,14 @@ class RaftRunner:
         self._sync_due, self._sync_timer = False, None
         assert self._log is not None
         target, term = self._sync_wanted, self._sync_term
-        fd = self._log.begin_sync()
-        if fd is None:  # a segment change or a later Ready fsync'd them already
+        pending = self._log.begin_sync()
+        if pending is None:  # a segment change or a later Ready fsync'd them already
             self.node.entries_persisted(target, term)
             self._apply_ahead()
             return
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
-        done = loop.run_in_executor(self._io, self._log.sync_descriptor, fd)
+        done = loop.run_in_executor(self._io, self._log.sync_descriptor, pending)
         self._syncing = done
         done.add_done_callback(lambda f: self._synced(f, target, term, t0))
 

@@ -17,6 +17,14 @@ Recovery: an incomplete record (or a zero-filled or CRC-failing final record)
 at the very end of the last segment is a torn write from a crash and is cut
 off. Any other bad record raises ``CorruptLogError`` naming the file and the
 offset: skipping it would silently lose acknowledged entries.
+
+Page cache: the log is a journal, read back only at a restart or for a follower
+further behind than the runner's in-memory entries, so each fsync'd range of the
+tail is dropped from the page cache (as a BookKeeper journal does). Left there,
+the cache would grow by every byte written: pages the kernel must find (on a VM whose
+host takes back the guest's free memory, pages the host must fault in again, several
+times the cost of refilling the ones just dropped; ``python -m bench store`` prints
+both), and memory charged to the pod's cgroup.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ _SEG_SUFFIX = ".seg"
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 MAX_RECORD_BYTES = 256 * 1024 * 1024
 _ENTRY_TYPES = frozenset(int(t) for t in EntryType)
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class CorruptLogError(Exception):
@@ -89,13 +98,25 @@ class LoadedState:
     stored: StoredEntries | None = None
 
 
+@dataclass(frozen=True)
+class PendingSync:
+    """A duplicate of the tail's descriptor and the bytes of it written so far."""
+
+    fd: int
+    size: int
+    dropped_to: int
+
+
 class RaftLog:
     """The on-disk Raft log of one node. Not thread-safe: one writer at a time."""
 
-    def __init__(self, root: str | Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+    def __init__(self, root: str | Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 drop_synced_pages: bool = True) -> None:
         self.root = Path(root)
         self.log_dir = self.root / "log"
         self.segment_bytes = segment_bytes
+        self.drop_synced_pages = drop_synced_pages
+        self._dropped_to = 0  # bytes of the tail segment dropped from the page cache
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._segments: list[_Segment] = []
         self._fd: int | None = None
@@ -183,6 +204,7 @@ class RaftLog:
     def _open_tail(self) -> None:
         self._close_fd()
         self._fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
+        self._dropped_to = 0
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -338,6 +360,7 @@ class RaftLog:
             _write_all(self._fd, records)
             if sync:
                 os.fsync(self._fd)
+                self._dropped_to = self._drop_pages(self._fd, self._dropped_to, pos)
             else:
                 self._unsynced = True
         except BaseException:
@@ -356,8 +379,10 @@ class RaftLog:
         if self._unsynced and self._fd is not None:
             self._unsynced = False
             os.fsync(self._fd)
+            self._dropped_to = self._drop_pages(self._fd, self._dropped_to,
+                                                self._segments[-1].size)
 
-    def begin_sync(self) -> int | None:
+    def begin_sync(self) -> PendingSync | None:
         """A duplicate of the tail's descriptor whose ``sync_descriptor`` (in any
         thread) makes everything appended so far durable, or None when all of it
         is already. Appends may go on meanwhile: they are covered by a later sync,
@@ -365,15 +390,27 @@ class RaftLog:
         if not self._unsynced or self._fd is None:
             return None
         self._unsynced = False
-        return os.dup(self._fd)
+        size = self._segments[-1].size
+        pending = PendingSync(os.dup(self._fd), size, self._dropped_to)
+        # The next range starts at this one's end even before its fsync is done.
+        self._dropped_to = _page_floor(size) if self.drop_synced_pages else 0
+        return pending
 
-    @staticmethod
-    def sync_descriptor(fd: int) -> None:
+    def sync_descriptor(self, pending: PendingSync) -> None:
         """The fsync of a ``begin_sync`` descriptor, which it closes."""
         try:
-            os.fsync(fd)
+            os.fsync(pending.fd)
+            self._drop_pages(pending.fd, pending.dropped_to, pending.size)
         finally:
-            os.close(fd)
+            os.close(pending.fd)
+
+    def _drop_pages(self, fd: int, start: int, end: int) -> int:
+        """Drop ``[start, end)`` of a segment, fsync'd, from the page cache; where the
+        next range starts (the page ``end`` is in, which the kernel keeps when partial)."""
+        if not self.drop_synced_pages or end <= start:
+            return start
+        os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
+        return _page_floor(end)
 
     def _new_segment(self, first_index: int) -> _Segment:
         self.sync()  # the old tail's entries, before its descriptor goes
@@ -461,6 +498,10 @@ class RaftLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _page_floor(offset: int) -> int:
+    return offset - offset % _PAGE
 
 
 def _write_all(fd: int, data: bytes) -> None:
