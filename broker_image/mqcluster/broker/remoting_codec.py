@@ -34,10 +34,10 @@ PULL_MESSAGE (11) response: the frame body is a sequence of, big-endian::
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mqcluster.common.crc import crc32
 from mqcluster.store.message import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
@@ -131,7 +131,7 @@ def properties_bytes(props: dict[str, str]) -> bytes:
 def encode_batch_entry(body: bytes, props: bytes, flag: int = 0) -> bytes:
     """One entry of a SEND_BATCH_MESSAGE body; ``props`` as :func:`properties_bytes` gives."""
     total = _BATCH_HEAD.size + len(body) + _U16.size + len(props)
-    head = _BATCH_HEAD.pack(total, BATCH_MAGIC, zlib.crc32(body), flag & 0xFFFFFFFF, len(body))
+    head = _BATCH_HEAD.pack(total, BATCH_MAGIC, crc32(body), flag & 0xFFFFFFFF, len(body))
     return b"".join((head, body, _U16.pack(len(props)), props))
 
 
@@ -147,7 +147,6 @@ def decode_batch(data: bytes) -> list[WireMessage]:
     messages: list[WireMessage] = []
     unpack_head = _BATCH_HEAD.unpack_from
     head_size = _BATCH_HEAD.size
-    crc32 = zlib.crc32
     taking = WireMessage._taking
     size = len(data)
     pos = 0
@@ -217,7 +216,6 @@ def decode_batch_raw(data: bytes) -> RawMessages | None:
     out = RawMessages([], [], [], [])
     unpack_head = _BATCH_HEAD.unpack_from
     head_size = _BATCH_HEAD.size
-    crc32 = zlib.crc32
     size = len(data)
     pos = 0
     while pos < size:
@@ -301,7 +299,7 @@ def stored_properties(msg: StoredMessage) -> dict[str, str]:
 def encode_pulled(messages: list[StoredMessage]) -> bytes:
     out = bytearray()
     for m in messages:
-        crc = m.body_crc or zlib.crc32(m.body) & 0xFFFFFFFF
+        crc = m.body_crc or crc32(m.body) & 0xFFFFFFFF
         head = _PULL_HEAD.pack(
             0,
             PULL_MAGIC,

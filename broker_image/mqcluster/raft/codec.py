@@ -24,13 +24,13 @@ import dataclasses
 import struct
 import types
 import typing
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from mqcluster.common.crc import crc32
 from mqcluster.raft.codes import RaftRequestCode
 from mqcluster.raft.diskformat import (
     RECORD,
@@ -145,7 +145,6 @@ def decode_records(body: bytes) -> tuple[list[Entry], list[int]]:
     out: list[Entry] = []
     offsets: list[int] = []
     unpack = RECORD.unpack_from
-    crc32 = zlib.crc32
     types_ = _ENTRY_TYPES
     view = memoryview(body)
     pos, end = 0, len(body)

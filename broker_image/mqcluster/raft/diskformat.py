@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import struct
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from mqcluster.common.crc import crc32
 from mqcluster.raft.types import Entry, HardState, Membership, Snapshot, SnapshotMeta
 
 _HS_MAGIC = b"MQHS"
@@ -41,7 +41,7 @@ def encode_records(entries: Sequence[Entry]) -> tuple[bytes, list[int]]:
     parts: list[bytes] = []
     offsets: list[int] = []
     pos = 0
-    pack_head, pack_len_crc, crc32 = _IDX_TERM_TYPE.pack, _LEN_CRC.pack, zlib.crc32
+    pack_head, pack_len_crc = _IDX_TERM_TYPE.pack, _LEN_CRC.pack
     for e in entries:
         head = pack_head(e.index, e.term, e.type)
         data = e.data
@@ -62,14 +62,14 @@ class CorruptFileError(Exception):
 
 
 def _seal(magic: bytes, payload: bytes) -> bytes:
-    return magic + _U32.pack(zlib.crc32(payload)) + payload
+    return magic + _U32.pack(crc32(payload)) + payload
 
 
 def _open(magic: bytes, raw: bytes, path: Path) -> bytes:
     if len(raw) < 8 or raw[:4] != magic:
         raise CorruptFileError(path, f"bad magic or size ({len(raw)} bytes)")
     payload = raw[8:]
-    if zlib.crc32(payload) != _U32.unpack_from(raw, 4)[0]:
+    if crc32(payload) != _U32.unpack_from(raw, 4)[0]:
         raise CorruptFileError(path, "CRC mismatch")
     return payload
 

@@ -33,12 +33,12 @@ import contextlib
 import logging
 import os
 import struct
-import zlib
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqcluster.common.crc import crc32
 from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.raft import diskformat as fmt
 from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot, StoredEntries
@@ -70,7 +70,7 @@ class CorruptLogError(Exception):
 def encode_record(entry: Entry) -> bytes:
     data = entry.data
     body = _IDX_TERM_TYPE.pack(entry.index, entry.term, int(entry.type)) + data
-    return _LEN_CRC.pack(len(body), zlib.crc32(body)) + body
+    return _LEN_CRC.pack(len(body), crc32(body)) + body
 
 
 @dataclass
@@ -326,7 +326,7 @@ class RaftLog:
         try:
             expected = first
             if records is None:
-                pack_head, pack_len_crc, crc32 = _IDX_TERM_TYPE.pack, _LEN_CRC.pack, zlib.crc32
+                pack_head, pack_len_crc = _IDX_TERM_TYPE.pack, _LEN_CRC.pack
                 for e in entries:
                     if e.index != expected:
                         raise ValueError(f"entries not contiguous: {e.index} after {expected - 1}")
@@ -537,7 +537,7 @@ def _check_record(buf: bytes, pos: int, expected: int) -> tuple[str, bool] | Non
         return f"record length {length} out of range", rec_end >= end
     if rec_end > end:
         return f"record of {length} bytes cut short at end of file", True
-    if zlib.crc32(memoryview(buf)[pos + 8 : rec_end]) != crc:
+    if crc32(memoryview(buf)[pos + 8 : rec_end]) != crc:
         return "CRC mismatch", rec_end == end
     index, _term, typ = _IDX_TERM_TYPE.unpack_from(buf, pos + 8)
     if index != expected:

@@ -7,9 +7,9 @@ one record per message (one CRC each) without a per-message record object.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
+from mqcluster.common.crc import crc32
 from mqcluster.store.codec import (
     CRC_PREFIX,
     FIXED_SIZE,
@@ -122,7 +122,7 @@ def encode_records(
     reconsume, hosts, topic = b.reconsume_times, enc.hosts, enc.topic_field
     pack_fixed, pack_prefix = TAIL_FIXED.pack, CRC_PREFIX.pack
     pack_i32, pack_i16 = I32.pack, I16.pack
-    crc32, join = zlib.crc32, b"".join
+    join = b"".join
     out: list[bytes] = []
     append = out.append
     queue_offset = first_queue_offset

@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from mqcluster.common.crc import crc32
 from mqcluster.store.filter import tags_code
 from mqcluster.store.message import (
     KEY_SEPARATOR,
@@ -78,7 +78,7 @@ def _host_prefix(store_host: str) -> str:
         addr = int(ipaddress.IPv4Address(host))
         port_num = int(port)
     except ValueError:
-        addr, port_num = zlib.crc32(store_host.encode()), 0
+        addr, port_num = crc32(store_host.encode()), 0
     return f"{addr:08X}{port_num:08X}"
 
 
@@ -171,7 +171,7 @@ def encode(parts: EncodedParts, queue_offset: int, physical_offset: int,
         parts.hosts, I32.pack(len(body)), body, parts.topic_field,
         I16.pack(len(props)), props,
     ))
-    return CRC_PREFIX.pack(parts.size, MESSAGE_MAGIC, zlib.crc32(tail)) + tail
+    return CRC_PREFIX.pack(parts.size, MESSAGE_MAGIC, crc32(tail)) + tail
 
 
 def encode_blank(length: int) -> bytes:
@@ -264,7 +264,7 @@ def check(buf: bytes | memoryview, pos: int, expected_offset: int, verify_crc: b
         return Checked(RecordKind.INCOMPLETE, size)
     (_, _, crc, queue_id, _, queue_offset, physical, sys_flag, _, store_ts, _, _
      ) = HEADER.unpack_from(buf, pos)
-    if verify_crc and zlib.crc32(buf[pos + CRC_FROM:pos + size]) != crc & 0xFFFFFFFF:
+    if verify_crc and crc32(buf[pos + CRC_FROM:pos + size]) != crc & 0xFFFFFFFF:
         return Checked(RecordKind.CORRUPT, size, reason="CRC mismatch")
     if physical != expected_offset:
         return Checked(RecordKind.CORRUPT, size,
