@@ -11,6 +11,7 @@ from mqcluster.raft.types import (
     HeartbeatResponse,
     HeartbeatResponseCode,
     Role,
+    VoteRequest,
 )
 from tests.raft.helpers import CONFIG, elect, new_node, one, only, sent
 
@@ -79,6 +80,23 @@ def test_follower_becomes_candidate_after_heartbeat_leak() -> None:
     node.tick(2 * LEAK + 0.01)
     assert node.role.name == "CANDIDATE"
     assert node.term == 2  # DLedger campaigns at the current term first
+
+
+def test_a_follower_whose_leader_is_gone_campaigns_without_waiting_for_the_leak() -> None:
+    node = new_node("b", term=2)
+    node.step(HeartbeatRequest(src="a", dst="b", term=2), 0.0)
+    sent(node)
+    node.leader_unreachable("c", 0.01)  # not its leader
+    assert (node.role, node.leader_id) == (Role.FOLLOWER, "a")
+    node.leader_unreachable("a", 0.01)
+    assert node.role == Role.CANDIDATE and node.leader_id is None
+    now = 0.01
+    while not (requests := only(sent(node), VoteRequest)):
+        now += 0.01
+        node.tick(now)
+    assert now < LEAK / 2
+    # In term 2 every voter voted for "a": the campaign is for term 3.
+    assert {r.term for r in requests} == {3}
 
 
 def test_learner_never_campaigns_but_forgets_a_silent_leader() -> None:

@@ -423,3 +423,45 @@ async def test_a_restarted_member_reads_its_log_a_part_at_a_time(tmp_path: Path)
             assert runner.node.cached_log_bytes <= 4096 + 200
     finally:
         await g.stop_all()
+
+
+async def test_followers_of_a_leader_whose_port_closed_elect_another_at_once(
+        tmp_path: Path) -> None:
+    # Silence alone would start an election only after 100 s: here only the leader's
+    # closed connection, and its port refusing a new one, can.
+    g = Group(tmp_path, RunnerOptions(snapshot_every=0), RaftConfig(max_heartbeat_leak=1000))
+    await g.start_all()
+    try:
+        leader = await g.leader()
+        assert await leader.propose(b"x") == 1
+        await g.stop(leader.node_id)
+        new = await asyncio.wait_for(g.leader(exclude=leader.node_id), 20)
+        assert await new.propose(b"y") >= 2
+        assert b"x" in g.machines[new.node_id].values
+    finally:
+        await g.stop_all()
+
+
+async def test_a_closed_connection_from_a_leader_still_listening_changes_nothing(
+        tmp_path: Path) -> None:
+    g = Group(tmp_path, RunnerOptions(snapshot_every=0), RaftConfig(max_heartbeat_leak=1000))
+    await g.start_all()
+    try:
+        leader = await g.leader()
+        assert await leader.propose(b"x") == 1
+        term = leader.status().term
+        watchers = [w for r in g.runners.values() for w in r._watchers
+                    if w.get_name() == f"raft-watch-{leader.node_id}"]
+        assert len(watchers) == 2  # each follower watches the leader's connection
+        for sender in leader._senders.values():
+            assert sender.conn is not None
+            sender.conn.writer.transport.close()  # the followers' side sees it closed
+        await asyncio.wait_for(asyncio.gather(*watchers), 10)  # each probed the port
+        assert all(r.status().role in (Role.LEADER, Role.FOLLOWER) for r in g.runners.values())
+        for _ in range(20):
+            await leader.propose(b"more")
+        assert leader.status().role == Role.LEADER and leader.status().term == term
+        for runner in g.runners.values():
+            assert runner.status().leader_id == leader.node_id
+    finally:
+        await g.stop_all()

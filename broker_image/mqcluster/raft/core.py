@@ -289,6 +289,20 @@ class RaftNode:
         else:
             self._maintain_as_candidate()
 
+    def leader_unreachable(self, leader: str, now: float) -> None:
+        """The transport found ``leader``'s port closed (its process is gone): a
+        follower of it becomes a candidate now instead of after
+        ``max_heartbeat_leak`` heartbeats of silence. A leader still running
+        refuses nothing, so this never unseats one."""
+        self._now = now
+        if self._role == Role.FOLLOWER and self._leader_id == leader:
+            # Straight to a new term: in this one every voter voted for the dead leader
+            # (following counts as a vote). The next tick moves to it and waits a
+            # randomized interval first, as after a lost round: the other followers
+            # see the same closed port at the same moment.
+            self._change_role_to_candidate(self._term)
+            self._need_increase_term_immediately = True
+
     def step(self, msg: Message, now: float) -> None:
         self._now = now
         if msg.dst != self.id:

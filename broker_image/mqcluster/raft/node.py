@@ -88,6 +88,23 @@ log = logging.getLogger(__name__)
 _LEADER_PUSH = (AppendRequest, HeartbeatRequest)
 _MAX_UNSENT_BYTES = 64 * 1024 * 1024  # per peer, in the transport's buffer
 _JOIN_BELOW = 16 * 1024  # frame bodies at least this big are written on their own
+_PEER_ATTRIBUTE = "raft.peer"  # on a server connection: the member sending over it
+_PORT_PROBES = 5  # of a leader whose connection closed (see _peer_connection_closed)
+
+
+async def port_refuses(addr: str, timeout: float) -> bool:
+    """Whether connecting to ``addr`` is refused (nothing listens there)."""
+    host, port = split_addr(addr)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except ConnectionRefusedError:
+        return True
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return False
 
 
 class StateMachine(Protocol):
@@ -348,6 +365,7 @@ class RaftRunner:
         self._senders: dict[str, _PeerSender] = {}
         self._bodies = EntriesBodyCache()
         self._tasks: list[asyncio.Task[None]] = []
+        self._watchers: set[asyncio.Task[None]] = set()  # see _watch_peer_connection
         self._wake = asyncio.Event()
         self._stopping = False
         self._stopped = asyncio.Event()
@@ -436,6 +454,8 @@ class RaftRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._fail_all(ProposalError("raft runner stopped"))
+        for watcher in list(self._watchers):
+            watcher.cancel()
         for sender in self._senders.values():
             await sender.close()
         if self._server is not None:
@@ -591,6 +611,8 @@ class RaftRunner:
 
     def _on_message(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         msg = decode_message(cmd, self._bodies)
+        if _PEER_ATTRIBUTE not in conn.attributes:
+            self._watch_peer_connection(conn, msg.src)
         if self._node is not None and not self._stopping:
             self._node.step(msg, self.core_time())
             if self._push_early:
@@ -598,6 +620,43 @@ class RaftRunner:
             self._apply_ahead()
             self._wake.set()
         return None
+
+    def _watch_peer_connection(self, conn: Connection, peer: str) -> None:
+        """When ``peer``'s connection to this member closes, find out whether its
+        process is gone (see ``_peer_connection_closed``)."""
+        conn.attributes[_PEER_ATTRIBUTE] = peer
+        if self._stopping or peer not in self.peers:
+            return
+        watcher = asyncio.get_running_loop().create_task(
+            self._peer_connection_closed(conn, peer), name=f"raft-watch-{peer}")
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
+
+    async def _peer_connection_closed(self, conn: Connection, peer: str) -> None:
+        """A leader whose connection closed and whose port then refuses connections
+        has no process behind it (killed, crashed, restarting): its followers campaign
+        at once rather than after ``max_heartbeat_leak`` heartbeats of silence. A port
+        that answers, or does not answer in time, proves nothing: the timers decide."""
+        await conn.wait_closed()
+        node = self._node
+        if node is None:
+            return
+        # A dying process's port accepts for a moment: its connections may close
+        # before its listening socket does. So a few probes over one heartbeat interval.
+        interval = node.config.heartbeat_interval / _PORT_PROBES
+        for _ in range(_PORT_PROBES):
+            if self._stopping or node.role != Role.FOLLOWER or node.leader_id != peer:
+                return
+            if await port_refuses(self.peers[peer], node.config.heartbeat_interval):
+                break
+            await asyncio.sleep(interval)
+        else:
+            return
+        if node.role == Role.FOLLOWER and node.leader_id == peer and not self._stopping:
+            log.info("%s: leader %s closed its connection and refuses new ones: "
+                     "campaigning now", self.node_id, peer)
+            node.leader_unreachable(peer, self.core_time())
+            self._wake.set()
 
     async def _tick_loop(self) -> None:
         interval = self.options.tick_interval
