@@ -425,30 +425,34 @@ async def test_a_restarted_member_reads_its_log_a_part_at_a_time(tmp_path: Path)
         await g.stop_all()
 
 
-async def test_followers_of_a_leader_whose_port_closed_elect_another_at_once(
-        tmp_path: Path) -> None:
-    # Silence alone would start an election only after 100 s: here only the leader's
-    # closed connection, and its port refusing a new one, can.
+@contextlib.asynccontextmanager
+async def deaf_group(tmp_path: Path) -> AsyncIterator[tuple[Group, RaftRunner]]:
+    """A group whose followers would take 100 s of silence for a dead leader, and its
+    leader, which has committed entry 1 (b"x")."""
     g = Group(tmp_path, RunnerOptions(snapshot_every=0), RaftConfig(max_heartbeat_leak=1000))
     await g.start_all()
     try:
         leader = await g.leader()
         assert await leader.propose(b"x") == 1
-        await g.stop(leader.node_id)
-        new = await asyncio.wait_for(g.leader(exclude=leader.node_id), 20)
-        assert await new.propose(b"y") >= 2
-        assert b"x" in g.machines[new.node_id].values
+        yield g, leader
     finally:
         await g.stop_all()
 
 
+async def test_followers_of_a_leader_whose_port_closed_elect_another_at_once(
+        tmp_path: Path) -> None:
+    # Only the leader's closed connection, and its port refusing a new one, can start
+    # an election in time here.
+    async with deaf_group(tmp_path) as (g, leader):
+        await g.stop(leader.node_id)
+        new = await asyncio.wait_for(g.leader(exclude=leader.node_id), 20)
+        assert await new.propose(b"y") >= 2
+        assert b"x" in g.machines[new.node_id].values
+
+
 async def test_a_closed_connection_from_a_leader_still_listening_changes_nothing(
         tmp_path: Path) -> None:
-    g = Group(tmp_path, RunnerOptions(snapshot_every=0), RaftConfig(max_heartbeat_leak=1000))
-    await g.start_all()
-    try:
-        leader = await g.leader()
-        assert await leader.propose(b"x") == 1
+    async with deaf_group(tmp_path) as (g, leader):
         term = leader.status().term
         watchers = [w for r in g.runners.values() for w in r._watchers
                     if w.get_name() == f"raft-watch-{leader.node_id}"]
@@ -463,5 +467,3 @@ async def test_a_closed_connection_from_a_leader_still_listening_changes_nothing
         assert leader.status().role == Role.LEADER and leader.status().term == term
         for runner in g.runners.values():
             assert runner.status().leader_id == leader.node_id
-    finally:
-        await g.stop_all()

@@ -359,8 +359,7 @@ class RaftLog:
             assert self._fd is not None
             _write_all(self._fd, records)
             if sync:
-                os.fsync(self._fd)
-                self._dropped_to = self._drop_pages(self._fd, self._dropped_to, pos)
+                self._fsync_tail(pos)
             else:
                 self._unsynced = True
         except BaseException:
@@ -378,9 +377,14 @@ class RaftLog:
         """Make everything appended so far durable (see ``append(sync=False)``)."""
         if self._unsynced and self._fd is not None:
             self._unsynced = False
-            os.fsync(self._fd)
-            self._dropped_to = self._drop_pages(self._fd, self._dropped_to,
-                                                self._segments[-1].size)
+            self._fsync_tail(self._segments[-1].size)
+
+    def _fsync_tail(self, end: int) -> None:
+        """fsync the tail segment, written up to ``end``, and drop what it makes durable
+        from the page cache."""
+        assert self._fd is not None
+        os.fsync(self._fd)
+        self._dropped_to = self._drop_pages(self._fd, self._dropped_to, end)
 
     def begin_sync(self) -> PendingSync | None:
         """A duplicate of the tail's descriptor whose ``sync_descriptor`` (in any

@@ -18,6 +18,7 @@ from mqcluster.broker.messaging.filter import FilterKind, parse_filter
 from mqcluster.broker.messaging.kinds import MessageKind
 from mqcluster.broker.messaging.records import message_id, origin_topic
 from mqcluster.broker.messaging.send import OutgoingMessage
+from mqcluster.common.crc import crc32
 from mqcluster.store.filter import TagFilter
 from mqcluster.store.message import StoredMessage
 
@@ -121,7 +122,7 @@ def _checked_body(msg: pb.Message) -> bytes:
     digest = sp.body_digest
     if digest.type != pb.DigestType.DIGEST_TYPE_UNSPECIFIED:
         if digest.type == pb.DigestType.CRC32:
-            actual = format(zlib.crc32(body) & 0xFFFFFFFF, "08X")
+            actual = format(crc32(body) & 0xFFFFFFFF, "08X")
         elif digest.type == pb.DigestType.MD5:
             actual = hashlib.md5(body).hexdigest().upper()
         else:
@@ -188,7 +189,7 @@ def stored_message(msg: StoredMessage, topic: str | None = None,
     sp.keys.extend(k for k in msg.keys if k)
     sp.message_id = message_id(msg)
     sp.body_digest.type = pb.DigestType.CRC32
-    sp.body_digest.checksum = format(zlib.crc32(msg.body) & 0xFFFFFFFF, "08X")
+    sp.body_digest.checksum = format(crc32(msg.body) & 0xFFFFFFFF, "08X")
     sp.body_encoding = pb.Encoding.IDENTITY
     sp.message_type = _stored_kind(msg)
     sp.born_timestamp.CopyFrom(timestamp(msg.born_timestamp))
