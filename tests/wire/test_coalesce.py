@@ -51,6 +51,17 @@ async def test_a_large_burst_is_handed_over_at_once() -> None:
     assert inner.writes == [b"12345678901"]
 
 
+async def test_a_burst_of_many_frames_leaves_every_max_frames() -> None:
+    # The peer gets the first answers of a long turn while the rest are being made.
+    inner = RecordingTransportWriter()
+    w = CoalescingWriter(inner, max_frames=3)  # type: ignore[arg-type]
+    for ch in b"abcdefg":
+        w.write(bytes([ch]))
+    assert inner.writes == [b"abc", b"def"]
+    await asyncio.sleep(0)
+    assert inner.writes == [b"abc", b"def", b"g"]
+
+
 async def test_close_sends_what_is_pending_and_nothing_goes_to_a_closing_transport() -> None:
     inner = RecordingTransportWriter()
     w = CoalescingWriter(inner)  # type: ignore[arg-type]

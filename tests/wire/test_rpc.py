@@ -92,3 +92,34 @@ def test_split_addr_names_bad_address() -> None:
     assert split_addr("127.0.0.2:9876") == ("127.0.0.2", 9876)
     with pytest.raises(ValueError, match="not host:port"):
         split_addr("nohost")
+
+
+async def test_a_connection_serves_at_most_max_in_flight_requests_at_once() -> None:
+    registry = HandlerRegistry()
+    started: list[bytes] = []
+    gate = asyncio.Event()
+
+    async def held(cmd: RemotingCommand, conn) -> RemotingCommand:
+        started.append(cmd.body)
+        await gate.wait()
+        return cmd.response(body=cmd.body)
+
+    registry.register(1, held)
+    server = RpcServer("127.0.0.1", 0, registry, max_in_flight=2)
+    await server.start()
+    client = RpcClient()
+    addr = f"127.0.0.1:{server.port}"
+    try:
+        calls = [asyncio.create_task(client.invoke(addr, RemotingCommand.request(
+            1, body=str(i).encode()))) for i in range(5)]
+        while len(started) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # the third stays unread while two are served
+        assert started == [b"0", b"1"]
+        gate.set()
+        resps = await asyncio.gather(*calls)
+        assert [r.body for r in resps] == [str(i).encode() for i in range(5)]
+        assert started == [str(i).encode() for i in range(5)]
+    finally:
+        await client.close()
+        await server.stop()

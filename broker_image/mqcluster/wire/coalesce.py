@@ -8,6 +8,11 @@ loop are joined and handed to the transport at the end of that turn; order is
 kept, so every writer of a connection must go through the same front. A burst
 above ``max_pending`` bytes is handed over at once, so the transport's own buffer
 (and ``drain``'s back-pressure) keeps seeing it.
+
+A turn that writes many frames (a server answering a pipelined burst) hands them
+over every ``max_frames``: the peer starts on the first answers while this side
+works on the rest. Held to the end of the turn, the two processes would take turns
+instead of overlapping, each idle while the other works through a whole burst.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from typing import Any
 
 
 class CoalescingWriter:
-    def __init__(self, writer: asyncio.StreamWriter, max_pending: int = 256 * 1024) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, max_pending: int = 256 * 1024,
+                 max_frames: int = 16) -> None:
         self._writer = writer
         self._max_pending = max_pending
+        self._max_frames = max_frames
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._scheduled = False
@@ -31,7 +38,7 @@ class CoalescingWriter:
     def write(self, data: bytes) -> None:
         self._pending.append(data)
         self._pending_bytes += len(data)
-        if self._pending_bytes >= self._max_pending:
+        if self._pending_bytes >= self._max_pending or len(self._pending) >= self._max_frames:
             self.flush()
         elif not self._scheduled:
             self._scheduled = True

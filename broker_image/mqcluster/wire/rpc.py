@@ -115,7 +115,11 @@ class Connection:
         self.decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._opaque = itertools.count(1)
-        self._slots = asyncio.Semaphore(max_in_flight)
+        # Requests being served, and the read loop's wait for room below the limit: a
+        # plain count (a Semaphore's acquire scans its waiters on every request).
+        self._max_in_flight = max_in_flight
+        self._serving = 0
+        self._room: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = asyncio.Event()
         self.close_reason: str | None = None
@@ -152,7 +156,10 @@ class Connection:
                             resp.opaque = cmd.opaque
                             self.writer.write(encode_frame(resp))
                         continue
-                    await self._slots.acquire()
+                    if self._serving >= self._max_in_flight:
+                        self._room = asyncio.get_running_loop().create_future()
+                        await self._room
+                    self._serving += 1
                     task = asyncio.create_task(self._serve(cmd))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
@@ -176,7 +183,10 @@ class Connection:
         except (ConnectionError, OSError):
             pass
         finally:
-            self._slots.release()
+            self._serving -= 1
+            room = self._room
+            if room is not None and not room.done():
+                room.set_result(None)
 
     def _shutdown(self) -> None:
         if self._closed.is_set():
@@ -256,10 +266,12 @@ class RpcServer:
         registry: HandlerRegistry,
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_in_flight: int = 256,
     ) -> None:
         self.host, self.port = host, port
         self.registry = registry
         self.max_frame_size = max_frame_size
+        self.max_in_flight = max_in_flight
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
 
@@ -271,7 +283,8 @@ class RpcServer:
         self.port = sock.getsockname()[1]
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size)
+        conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
+                          max_in_flight=self.max_in_flight)
         self.connections.add(conn)
         try:
             await conn.wait_closed()
