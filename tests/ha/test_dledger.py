@@ -228,6 +228,58 @@ async def test_a_replica_of_an_older_release_gets_entries_it_reads(
         await g.stop()
 
 
+async def test_batches_arriving_while_an_entry_is_in_flight_share_the_next_entry(
+        group: DLedgerGroup) -> None:
+    g = group
+    leader = await g.wait_leader()
+    dl = g.broker(leader).dledger
+    assert dl is not None
+    await wait_until(lambda: dl.peers_read_built and dl.runner.applied_everything)
+    before = len(entry_layouts(g, leader))
+    # The first entry's completion reaches the leader only when the test says so, so
+    # it stays in flight while three batches arrive in three separate loop turns.
+    real_submit = dl.runner.submit
+    release = asyncio.Event()
+    submitted: list[int] = []
+
+    def submit(datas, timeout=None):  # type: ignore[no-untyped-def]
+        done = real_submit(datas, timeout)
+        submitted.append(len(datas))
+        if len(submitted) > 1:
+            return done
+        held = asyncio.get_running_loop().create_future()
+
+        async def relay() -> None:
+            result = await done
+            await release.wait()
+            held.set_result(result)
+
+        relays.append(asyncio.create_task(relay()))
+        return held
+
+    relays: list[asyncio.Task[None]] = []
+    dl.runner.submit = submit  # type: ignore[method-assign]
+    first = asyncio.create_task(g.put_batch(leader, [b"first"]))
+    await wait_until(lambda: len(submitted) == 1)
+    later = []
+    for k in range(3):
+        later.append(asyncio.create_task(g.put_batch(leader, [b"later-%d" % k])))
+        for _ in range(3):
+            await asyncio.sleep(0)
+    assert len(submitted) == 1, "nothing else proposed while the first entry is in flight"
+    release.set()
+    results = await asyncio.gather(first, *later)
+    assert all(r.status is PutStatus.PUT_OK for r in results)
+    assert len(submitted) == 2
+    assert entry_layouts(g, leader)[before:] == ["BuiltGroup", "BuiltGroup"]
+    node = dl.runner.node
+    last = decode_entry(node.entries(node.last_index, node.last_index)[0].data)
+    assert len(last.sections) == 3  # type: ignore[union-attr]
+    await same_everywhere(g)
+    assert [m.body for m in g.broker(0).context.store.get_messages(TOPIC, 0, 0, 10).messages] \
+        == [b"first", b"later-0", b"later-1", b"later-2"]
+
+
 async def test_batches_sent_together_share_one_entry(group: DLedgerGroup) -> None:
     g = group
     leader = await g.wait_leader()

@@ -85,6 +85,13 @@ Position = tuple[int, int]
 DLEDGER_CACHED_LOG_BYTES = 64 * 1024 * 1024
 GROUP_BYTES = 1024 * 1024
 """Batches gathered for one entry stop once their records span this many bytes."""
+GROUPS_IN_FLIGHT = 1
+"""Entries of gathered batches proposed and not yet applied before the next waits: a
+batch arriving meanwhile joins the entry being gathered, which is proposed when the
+one in flight is done (or once it spans ``GROUP_BYTES``). Under load an entry then
+carries what arrived during one commit instead of during one turn of the loop, so the
+cost each replica pays per entry (Raft bookkeeping, a write, an fsync, an ack) is
+shared by many more messages; an idle leader still proposes at the end of the turn."""
 
 
 def _position(props: dict[str, str]) -> Position | None:
@@ -254,9 +261,10 @@ class DLedgerReplication:
         self.peers_read_built = False
         """Every other replica reads version 3 entries (records built by the leader)."""
         self.proposed_built = self.proposed_other = 0
-        # Sections with built records gathered in one loop turn for one entry, each
-        # with its producer's waiter.
+        # Sections with built records gathered for the next entry, each with its
+        # producer's waiter; and how many such entries are proposed, not yet applied.
         self._group: list[tuple[BuiltEntry, asyncio.Future[BatchPutResult]]] = []
+        self._groups_in_flight = 0
         self._may_wait_for_apply = False
         store.writer = self
         # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
@@ -298,9 +306,9 @@ class DLedgerReplication:
 
     async def put_batch(self, batch: RawBatch) -> BatchPutResult:
         """One queue's batch: its records encoded once, by the leader, when it can tell
-        where every replica will store them, and sent with the other batches of the
-        same loop turn as one entry; otherwise one entry in the producer's layout (no
-        per-message decoding on the leader or the followers)."""
+        where every replica will store them, and sent with the other batches gathered
+        meanwhile as one entry (``GROUPS_IN_FLIGHT``); otherwise one entry in the
+        producer's layout (no per-message decoding on the leader or the followers)."""
         runner = self.runner
         if (self._may_wait_for_apply and self.peers_read_built and not self.builder.ready
                 and not runner.applied_everything):
@@ -369,9 +377,10 @@ class DLedgerReplication:
                              cfg.mappedFileSizeCommitLog, first_position)
 
     def _join_group(self, built: BuiltEntry) -> asyncio.Future[BatchPutResult]:
-        """Add a section to the entry proposed at the end of this loop turn."""
+        """Add a section to the entry being gathered, proposed at the end of this loop
+        turn, or once the entries in flight are done (``GROUPS_IN_FLIGHT``)."""
         loop = asyncio.get_running_loop()
-        if not self._group:
+        if not self._group and self._groups_in_flight < GROUPS_IN_FLIGHT:
             loop.call_soon(self._flush_group)
         waiter: asyncio.Future[BatchPutResult] = loop.create_future()
         self._group.append((built, waiter))
@@ -395,11 +404,15 @@ class DLedgerReplication:
             sm.forget(data)
             self._group_failed(waiters, exc)
             return
+        self._groups_in_flight += 1
         proposed.add_done_callback(functools.partial(self._group_done, data, waiters))
 
     def _group_done(self, data: bytes, waiters: list[asyncio.Future[BatchPutResult]],
                     proposed: asyncio.Future[list[Any]]) -> None:
         self.state_machine.forget(data)
+        self._groups_in_flight -= 1
+        if self._group and self._groups_in_flight < GROUPS_IN_FLIGHT:
+            self._flush_group()
         if proposed.cancelled():
             self._group_failed(waiters, ProposalError("proposal cancelled"))
             return

@@ -110,7 +110,7 @@ class BuiltEntry:
 
 @dataclass(frozen=True)
 class BuiltGroup:
-    """A version 3 entry: the batches a leader took in one turn of its loop."""
+    """A version 3 entry: the batches a leader gathered for one entry."""
 
     index: int
     store_host: str
