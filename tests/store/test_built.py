@@ -11,6 +11,7 @@ from mqcluster.store import MessageStore, PutStatus
 from mqcluster.store.batch import RawBatch, check_batch
 from mqcluster.store.built import BuiltBatch, build, placement
 from mqcluster.store.codec import END_FILE_MIN_BLANK_LENGTH
+from mqcluster.store.segment import Segment
 
 from .conftest import SEGMENT, StoreFactory
 
@@ -135,3 +136,94 @@ async def test_a_replica_leaves_dispatch_to_the_dispatcher(store_factory: StoreF
     leader_style = store.append_built_batch(built_for(store, batch(1, first=6)))
     assert leader_style is not None
     assert store.dispatched_offset == store.commitlog_max_offset  # at once
+
+
+def group_for(store: MessageStore, batches: list[RawBatch]) -> list[BuiltBatch]:
+    """Batches placed one after another from the commitlog's end, as a DLedger leader
+    places the sections of one entry."""
+    cfg = store.config
+    end = store.commitlog_max_offset
+    next_offsets: dict[tuple[str, int], int] = {}
+    out = []
+    for b in batches:
+        enc, problem = check_batch(b, HOST, cfg.maxMessageSize, cfg.maxPropertiesSize,
+                                   SEGMENT)
+        assert enc is not None, problem
+        start = placement(end, sum(enc.sizes), SEGMENT)
+        assert start is not None
+        key = (b.topic, b.queue_id)
+        first = next_offsets.get(key, store.next_queue_offset(*key))
+        out.append(build(enc, start, first, 77))
+        next_offsets[key] = first + len(enc.sizes)
+        end = start + sum(enc.sizes)
+    return out
+
+
+def count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = Segment.append_parts
+
+    def counted(self: Segment, parts):  # type: ignore[no-untyped-def]
+        calls.append(len(parts))
+        return real(self, parts)
+
+    monkeypatch.setattr(Segment, "append_parts", counted)
+    return calls
+
+
+async def test_a_group_of_built_batches_is_written_at_once(
+        store_factory: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    one_by_one = store_factory(tmp_path / "one-by-one")
+    grouped = store_factory(tmp_path / "grouped")
+    for s in (one_by_one, grouped):
+        await s.start()
+        s.append_raw_batch(batch(2, size=100), 77, HOST)
+    batches = [batch(1, first=2 + k, queue=k % 2, size=100) for k in range(6)]
+    singly = [one_by_one.append_built_batch(b) for b in group_for(one_by_one, batches)]
+    writes = count_writes(monkeypatch)
+    together = grouped.append_built_group(group_for(grouped, batches))
+    assert together is not None and writes == [6]  # one call, the six batches' records
+    assert [(r.status, r.queue_offset, r.commitlog_offsets) for r in together] == \
+        [(r.status, r.queue_offset, r.commitlog_offsets) for r in singly if r is not None]
+    assert commitlog(grouped) == commitlog(one_by_one)
+    await grouped.wait_dispatched()
+    assert [m.queue_offset for m in grouped.get_messages("T", 0, 0, 10).messages] == \
+        [0, 1, 2, 3, 4]
+    assert [m.body[:1] for m in grouped.get_messages("T", 1, 0, 10).messages] == \
+        [bytes([3]), bytes([5]), bytes([7])]
+
+
+async def test_a_group_past_a_segment_end_pads_it_first(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    await store.start()
+    store.append_raw_batch(batch(12, size=200), 77, HOST)
+    group = group_for(store, [batch(2, first=12 + 2 * k, size=200) for k in range(3)])
+    assert group[0].start == SEGMENT and group[1].start == group[0].end
+    assert store.append_built_group(group) is not None
+    await store.wait_dispatched()
+    msgs = store.get_messages("T", 0, 0, 100).messages
+    assert [m.queue_offset for m in msgs] == list(range(18))
+    assert msgs[12].commitlog_offset == SEGMENT
+
+
+async def test_a_group_not_in_one_piece_writes_nothing(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    await store.start()
+    store.append_raw_batch(batch(2), 77, HOST)
+    end = store.commitlog_max_offset
+    # the second batch does not fit after the first: the leader placed it in the next
+    # segment, so the sections are written one by one instead
+    crossing = group_for(store, [batch(6, first=2 + 6 * k, size=200) for k in range(3)])
+    assert crossing[0].start == end and crossing[1].start == SEGMENT
+    skipped_offset = group_for(store, [batch(1, first=2), batch(1, first=3)])
+    skipped_offset[1].first_queue_offset += 1
+    elsewhere = group_for(store, [batch(1, first=2)])
+    elsewhere[0].start += 8
+    for group in (crossing, skipped_offset, elsewhere):
+        assert store.append_built_group(group) is None
+    assert store.commitlog_max_offset == end
+    for b in crossing:
+        assert store.append_built_batch(b) is not None
+    await store.wait_dispatched()
+    assert [m.queue_offset for m in store.get_messages("T", 0, 0, 100).messages] == \
+        list(range(20))

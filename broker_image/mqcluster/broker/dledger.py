@@ -163,6 +163,10 @@ class DLedgerStateMachine:
         own = self._proposed.pop(id(entry.data), None)
         decoded = own[1] if own is not None and own[0] is entry.data else decode_entry(entry.data)
         if isinstance(decoded, BuiltGroup):
+            if start == 0:
+                stored = self._apply_built_group(entry.index, decoded.sections)
+                if stored is not None:
+                    return stored
             # one result per section; a section wholly stored before a restart is done
             return [self._apply_built(entry.index, sec, start - sec.first_position)
                     if start < sec.first_position + len(sec.built.sizes)
@@ -192,6 +196,18 @@ class DLedgerStateMachine:
         if result.status is not PutStatus.PUT_OK:
             log.error("entry %d cannot be stored: %s", index, result.remark)
         return result
+
+    def _apply_built_group(self, index: int,
+                           sections: list[BuiltEntry]) -> list[BatchPutResult] | None:
+        """Every section of an entry as the leader built them, with one write, when
+        this commitlog is where it placed them all; None (nothing written) otherwise,
+        and the sections are taken one by one."""
+        if any(sec.index != index for sec in sections):
+            return None
+        results = self.store.append_built_group([sec.built for sec in sections], self.leading)
+        if results is not None and results[0].status is not PutStatus.PUT_OK:
+            log.error("entry %d cannot be stored: %s", index, results[0].remark)
+        return results
 
     def _apply_built(self, index: int, entry: BuiltEntry, start: int) -> BatchPutResult:
         """A section's records as the leader built them when this commitlog is where it

@@ -342,6 +342,22 @@ class MessageStore:
         return BatchPutResult(PutStatus.PUT_OK, built.first_queue_offset, offsets,
                               built.sizes, built.store_timestamp)
 
+    def append_built_group(self, builts: Sequence[BuiltBatch],
+                           dispatch_now: bool = True) -> list[BatchPutResult] | None:
+        """Batches encoded ahead one after another, written with one write (as
+        ``append_built_batch`` writes one), or None (nothing written) when they are
+        not where they were placed or do not follow each other."""
+        caught_up = dispatch_now and self._dispatch_caught_up()
+        try:
+            offsets = self._commitlog.append_built_group(builts)
+        except OSError as exc:
+            return [BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc)) for _ in builts]
+        if offsets is None:
+            return None
+        self._appended(caught_up)
+        return [BatchPutResult(PutStatus.PUT_OK, b.first_queue_offset, o, b.sizes,
+                               b.store_timestamp) for b, o in zip(builts, offsets, strict=True)]
+
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the commitlog's next message of that queue gets."""
         return self._commitlog.next_queue_offset(topic, queue_id)

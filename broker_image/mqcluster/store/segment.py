@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mqcluster.common.files import fsync_dir
 
@@ -74,7 +74,7 @@ class Segment:
         self.write(self.write_pos, data)
         self.write_pos += len(data)
 
-    def append_parts(self, parts: list[bytes]) -> None:
+    def append_parts(self, parts: Sequence[bytes | bytearray | memoryview]) -> None:
         """Append the concatenation of ``parts`` with as few ``pwritev`` calls as it takes."""
         total = sum(map(len, parts))
         if self.write_pos + total > self.size:
