@@ -8,10 +8,9 @@ broker's rate is the ``limit``: it and the DLedger group run side by side and ar
 measured in ``DLEDGER_BENCH_ROUNDS`` alternating pairs of phases (default 3; medians),
 since the load other work puts on shared cores changes from one phase to the next.
 Failover: the official client through an ``mqproxy`` (following the name server), one
-message at a time, the leader SIGKILLed
-``DLEDGER_BENCH_KILLS`` times (default 20) and SIGSTOPped ``DLEDGER_BENCH_HANGS``
-times (default 5): the longest gap between acknowledged sends around each fault,
-median and max.
+message at a time, the leader SIGKILLed ``DLEDGER_BENCH_KILLS`` times and SIGSTOPped
+``DLEDGER_BENCH_HANGS`` times (default 20 each): the longest gap between acknowledged
+sends around each fault, median and max.
 """
 
 from __future__ import annotations
@@ -168,7 +167,7 @@ async def _run(root: Path) -> list[Row]:
         rows.append(cpu_bound_ratio_row(per_msg, plain_cpu))
         rows.append(copies_row(*written))
         n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
-        n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "5"))
+        n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "20"))
         if n_kills or n_hangs:
             assert g.namesrv is not None
             proxy = await start_proxy(root, "dledger-a", namesrvAddr=g.namesrv.addr)
