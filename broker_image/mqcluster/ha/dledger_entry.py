@@ -4,10 +4,11 @@ On disk the entries sit in the Raft log (``mqcluster.raft.diskformat``: each ent
 framed with its term, index and CRC). Their data is one of two layouts, big-endian,
 told apart by the version byte:
 
-Version 3, the producer batches a leader took in one turn of its loop (one or more
+Version 3, the producer batches a leader gathered for one entry (one or more
 sections, each one queue's batch) with their commitlog records already encoded: the
 leader places them where every replica's commitlog will end when it applies the
-entry (``store.built``), so a replica writes them as they are::
+entry (``store.built``), one after another, so a replica writes them as they are
+(with one write while they stay in one commitlog segment)::
 
     magic "MQDL" (4)  version=3 (1)  storeHostLen (2) storeHost  index (8)
     sections (4), then per section:
