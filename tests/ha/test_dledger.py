@@ -11,7 +11,7 @@ import pytest
 
 import mqcluster.broker.dledger as dledger_module
 from mqcluster.admin.ops import dledger_status
-from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
+from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX, DLedgerReplication
 from mqcluster.client import AdminClient
 from mqcluster.ha.dledger_entry import decode_entry
 from mqcluster.raft.types import EntryType
@@ -193,14 +193,20 @@ def entry_layouts(g: DLedgerGroup, i: int) -> list[str]:
             for e in node.entries(1, node.last_index) if e.type == EntryType.NORMAL]
 
 
-async def test_batches_carry_the_leaders_records_once_every_replica_reads_them(
-        group: DLedgerGroup) -> None:
-    g = group
+async def building_leader(g: DLedgerGroup) -> tuple[int, DLedgerReplication]:
+    """The leader, once it places its batches' records itself (until its own first entry
+    is applied, a new leader cannot tell where records go)."""
     leader = await g.wait_leader()
     dl = g.broker(leader).dledger
     assert dl is not None
-    # (until its own first entry is applied, a new leader cannot tell where records go)
     await wait_until(lambda: dl.peers_read_built and dl.runner.applied_everything)
+    return leader, dl
+
+
+async def test_batches_carry_the_leaders_records_once_every_replica_reads_them(
+        group: DLedgerGroup) -> None:
+    g = group
+    leader, _ = await building_leader(g)
     for k in range(6):
         assert (await g.put_batch(leader, [b"b%d-%d" % (k, j) for j in range(4)],
                                   queue=k % 2)).status is PutStatus.PUT_OK
@@ -231,10 +237,7 @@ async def test_a_replica_of_an_older_release_gets_entries_it_reads(
 async def test_batches_arriving_while_an_entry_is_in_flight_share_the_next_entry(
         group: DLedgerGroup) -> None:
     g = group
-    leader = await g.wait_leader()
-    dl = g.broker(leader).dledger
-    assert dl is not None
-    await wait_until(lambda: dl.peers_read_built and dl.runner.applied_everything)
+    leader, dl = await building_leader(g)
     before = len(entry_layouts(g, leader))
     # The first entry's completion reaches the leader only when the test says so, so
     # it stays in flight while three batches arrive in three separate loop turns.
@@ -282,10 +285,7 @@ async def test_batches_arriving_while_an_entry_is_in_flight_share_the_next_entry
 
 async def test_batches_sent_together_share_one_entry(group: DLedgerGroup) -> None:
     g = group
-    leader = await g.wait_leader()
-    dl = g.broker(leader).dledger
-    assert dl is not None
-    await wait_until(lambda: dl.peers_read_built and dl.runner.applied_everything)
+    leader, _ = await building_leader(g)
     before = len(entry_layouts(g, leader))
     results = await asyncio.gather(*(g.put_batch(leader, [b"c%d-%d" % (k, j) for j in range(3)],
                                                  queue=k % 2) for k in range(8)))

@@ -331,22 +331,14 @@ class MessageStore:
         (nothing written) when this commitlog is not where they were placed.
         ``dispatch_now=False``: nobody waits for its consume-queue entries, which the
         dispatcher then adds for many appends at once."""
-        caught_up = dispatch_now and self._dispatch_caught_up()
-        try:
-            offsets = self._commitlog.append_built(built)
-        except OSError as exc:
-            return BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
-        if offsets is None:
-            return None
-        self._appended(caught_up)
-        return BatchPutResult(PutStatus.PUT_OK, built.first_queue_offset, offsets,
-                              built.sizes, built.store_timestamp)
+        results = self.append_built_group([built], dispatch_now)
+        return None if results is None else results[0]
 
     def append_built_group(self, builts: Sequence[BuiltBatch],
                            dispatch_now: bool = True) -> list[BatchPutResult] | None:
-        """Batches encoded ahead one after another, written with one write (as
-        ``append_built_batch`` writes one), or None (nothing written) when they are
-        not where they were placed or do not follow each other."""
+        """Batches encoded ahead one after another, written with one write, or None
+        (nothing written) when they are not where they were placed or do not follow
+        each other (``append_built_batch`` for the rest)."""
         caught_up = dispatch_now and self._dispatch_caught_up()
         try:
             offsets = self._commitlog.append_built_group(builts)

@@ -3,7 +3,7 @@
 A DLedger leader encodes a producer batch's commitlog records once, at the commitlog
 offset and queue offsets every replica will have reached when it applies the entry
 (``placement``); each replica then writes those bytes as they are
-(``CommitLog.append_built``) when it is indeed there. A replica that is not (the
+(``CommitLog.append_built_group``) when it is indeed there. A replica that is not (the
 leader's projection was wrong) encodes the batch itself instead; every replica is in
 the same state before each entry, so all of them take the same way. Pure: no I/O.
 """

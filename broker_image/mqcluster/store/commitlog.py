@@ -191,38 +191,12 @@ class CommitLog:
         self._table_scanned_to = self.max_offset
         self._remember(AppendedBatch(batch_start, self.max_offset, [], store_timestamp, run))
 
-    def append_built(self, built: BuiltBatch) -> list[int] | None:
-        """Write a batch encoded ahead (``store.built``) if this commitlog is where it
-        was placed: ends where ``placement`` puts it, with its queue at the batch's first
-        queue offset. Returns the records' offsets, or None (nothing written) if not."""
-        self._catch_up_queue_offsets()
-        batch_start = self.max_offset
-        if (self.queue_offsets.get((built.topic, built.queue_id), 0) != built.first_queue_offset
-                or placement(batch_start, len(built.records), self.segment_size) != built.start):
-            return None
-        try:
-            seg = self.files.writable_segment(batch_start)
-            if built.start != batch_start:
-                seg.append(codec.encode_blank(seg.size - seg.write_pos))
-                seg.write_pos = seg.size  # the blank record covers the rest of the file
-                seg = self.files.create(seg.limit)
-            seg.append(built.records)
-        except OSError:
-            self._roll_back(batch_start, {})  # (queue offsets are set only after the write)
-            raise
-        offsets = built.offsets
-        self._appended_run(batch_start, QueueRun(built.topic, built.queue_id,
-                                                 built.first_queue_offset, offsets,
-                                                 built.sizes, built.tags_codes),
-                           built.store_timestamp)
-        return offsets
-
     def append_built_group(self, builts: Sequence[BuiltBatch]) -> list[list[int]] | None:
         """Write batches encoded ahead one right after another (a DLedger entry's
         sections) with one write, if this commitlog is where the first was placed and
         each of the others follows the one before it, at its queue's next offset;
-        returns each batch's record offsets. None (nothing written) otherwise: then
-        ``append_built`` takes them one by one."""
+        returns each batch's record offsets. None (nothing written) otherwise: a batch
+        alone is then not where it was placed, and several are written one by one."""
         self._catch_up_queue_offsets()
         batch_start = self.max_offset
         first, size = builts[0], self.segment_size
