@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 
 from chaos.cluster import ChaosCluster
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX, read_status
 from mqcluster.store.message import StoredMessage
+from mqcluster.store.offline import iter_messages
 
 DLEDGER_PORT = 40911
 
@@ -49,10 +51,43 @@ class DLedgerCluster(ChaosCluster):
         return m
 
     def replicas_identical(self) -> tuple[bool, str]:
+        """Every commitlog is the same log applied up to where that replica stopped: the
+        shorter ones are prefixes of the longest. A replica stopped before it learnt of
+        the last commits lacks only entries written after the workload ended (the
+        leader's own writes, such as retries); a workload message in that tail is a
+        replica that fell behind and is reported."""
         logs = [self.commitlog(i).rstrip(b"\0") for i in range(len(self.brokers))]
-        same = all(c == logs[0] for c in logs)
-        return same, (f"identical, {len(logs[0])} bytes (all applied to the commit index)"
-                      if same else f"commitlogs differ (lengths {[len(c) for c in logs]})")
+        shortest = min(len(c) for c in logs)
+        longest = max(logs, key=len)
+        for i, c in enumerate(logs):
+            if c[:shortest] != longest[:shortest]:
+                at = next(k for k in range(shortest) if c[k] != longest[k])
+                return False, (f"b{i}'s commitlog differs from the longest at byte {at}: "
+                               f"{self._records_at(at)}")
+        ref = logs.index(longest)
+        ref_messages = self.messages(ref)  # (the workload's topic only)
+        for i, c in enumerate(logs):
+            missing = sum(1 for m in ref_messages if m.commitlog_offset >= len(c))
+            if missing:
+                return False, (f"b{i} ends at {len(c)} and lacks {missing} workload messages "
+                               f"that b{ref} has")
+        if all(len(c) == shortest for c in logs):
+            return True, f"identical, {shortest} bytes (all applied to the commit index)"
+        tail = collections.Counter(
+            m.topic for m in iter_messages(str(self.store_dir(ref) / "commitlog"))
+            if m.commitlog_offset >= shortest)
+        return True, (f"identical up to {shortest} bytes; lengths {[len(c) for c in logs]}, "
+                      f"b{ref}'s tail: {dict(tail)}")
+
+    def _records_at(self, at: int) -> str:
+        """Each replica's record holding byte ``at``."""
+        found = []
+        for j in range(len(self.brokers)):
+            for m in iter_messages(str(self.store_dir(j) / "commitlog"), verify_crc=False):
+                if m.commitlog_offset <= at < m.next_commitlog_offset:
+                    found.append(f"b{j}: {m.topic} {self.position(m)}")
+                    break
+        return "; ".join(found) or "no record there"
 
     def position(self, m: StoredMessage) -> str:
         return m.properties.get(PROPERTY_DLEDGER_INDEX) or str(m.queue_offset)
