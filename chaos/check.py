@@ -28,7 +28,7 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return (not self.lost and not self.duplicated and not self.reordered
-                and self.replicas_identical)
+                and not self.unconsumed and self.replicas_identical)
 
 
 def read_events(paths: list[Path]) -> list[dict[str, Any]]:

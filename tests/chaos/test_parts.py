@@ -54,3 +54,9 @@ def test_table_row_per_scenario() -> None:
                               "2.5", "s", "ok"]
     assert out[3].split()[-1] == "FAILED"
     assert "dledger: lost: k1" in out
+
+
+def test_an_acknowledged_message_never_delivered_fails_the_verdict() -> None:
+    stalled = Verdict(acknowledged=3, unconsumed=["p0-g1-590"], replicas_identical=True)
+    assert not stalled.ok
+    assert Verdict(acknowledged=3, replicas_identical=True).ok

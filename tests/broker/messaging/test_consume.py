@@ -291,3 +291,20 @@ async def test_failed_revive_is_retried(svc: MessagingService, clock: ManualCloc
     await svc.tick()
     assert mlog.bodies("%RETRY%g") == [b"m"]
     assert [d.attempt for d in await pop(svc)] == [2]
+
+
+async def test_a_master_taking_over_again_delivers_from_the_committed_offset(
+    svc: MessagingService, clock: ManualClock, mlog: MemoryLog
+) -> None:
+    # Held by this broker while it led before; the answer never reached the consumer,
+    # and another master led meanwhile. Its old hold must not stall the FIFO group.
+    mlog.subscriptions.put(SubscriptionGroupConfig("g", consumeMessageOrderly=True))
+    await send(svc, fifo(b"a1", "A"), fifo(b"a2", "A"))
+    assert [d.message.body for d in await pop(svc, batch=1, invisible_ms=300_000)] == [b"a1"]
+    assert await pop(svc) == []
+    svc.took_over()
+    again = await pop(svc, invisible_ms=5000)
+    assert [d.message.body for d in again] == [b"a1", b"a2"]
+    for d in again:
+        await svc.consume.ack("g", d.receipt.encode())
+    assert svc.consume.committed_offset("g", "T", 0) == 2

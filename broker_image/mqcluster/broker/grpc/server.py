@@ -179,6 +179,12 @@ def route_address(ctx: MessagingHost, config: MessagingConfig) -> str | None:
     return ctx.addresses.grpc
 
 
+def takes_over(old: ReplicaRole, new: ReplicaRole) -> bool:
+    """Whether a role change makes this broker a master that another may have
+    preceded: it was not master, or it is master in a new epoch."""
+    return new.is_master and (not old.is_master or new.master_epoch != old.master_epoch)
+
+
 async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
                             route_provider: RouteProvider | None = None,
                             clock: Clock | None = None,
@@ -207,6 +213,8 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
         if isinstance(role, ReplicaRole) and replicated(ctx):
             channels = MasterChannels()
             ctx.role_listeners.append(channels.role_changed)  # type: ignore[attr-defined]
+            ctx.role_listeners.append(  # type: ignore[attr-defined]
+                lambda old, new: service.took_over() if takes_over(old, new) else None)
             handler = ForwardingHandler(SERVICE_NAME, handler,
                                         lambda: ctx.role, channels)  # type: ignore[attr-defined]
         server.add_generic_rpc_handlers((handler,))

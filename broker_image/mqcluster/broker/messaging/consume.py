@@ -88,6 +88,15 @@ class ConsumeService:
             st = self._states[key] = QueueState(committed)
         return st
 
+    def forget_deliveries(self) -> None:
+        """Drop what this broker handed out and what it read ahead, keeping the committed
+        offsets. For a replica that becomes master again: while another led, the
+        messages it held may have been delivered and acknowledged there, or never have
+        reached a consumer; holding them until their old invisible time ends would stall
+        FIFO groups behind them. Delivery resumes from the committed offsets instead
+        (at least once, in order)."""
+        self._states.clear()
+
     def existing_state(self, group: str, topic: str, queue_id: int) -> QueueState | None:
         return self._states.get((group, topic, queue_id))
 

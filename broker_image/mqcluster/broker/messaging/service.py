@@ -57,6 +57,11 @@ class MessagingService:
 
     # ---- lifecycle -----------------------------------------------------------
 
+    def took_over(self) -> None:
+        """This replicated broker became master (again, or in a new epoch): consumers
+        start again from the groups' committed offsets (``ConsumeService.forget_deliveries``)."""
+        self.consume.forget_deliveries()
+
     def load(self) -> None:
         """Rebuild delayed and half-message indexes from the store (idempotent)."""
         if self._started:
