@@ -161,9 +161,16 @@ class ChaosCluster(ABC):
         d = self.store_dir(i) / "commitlog"
         return b"".join((d / n).read_bytes() for n in sorted(os.listdir(d)))
 
+    def commitlogs(self) -> list[bytes]:
+        """Every replica's commitlog, without the zeros after its last record."""
+        return [self.commitlog(i).rstrip(b"\0") for i in range(len(self.brokers))]
+
+    def records(self, i: int) -> list[StoredMessage]:
+        """Every message of replica ``i``'s commitlog, whatever its topic."""
+        return list(iter_messages(str(self.store_dir(i) / "commitlog")))
+
     def messages(self, i: int) -> list[StoredMessage]:
-        return [m for m in iter_messages(str(self.store_dir(i) / "commitlog"))
-                if m.topic == TOPIC]
+        return [m for m in self.records(i) if m.topic == TOPIC]
 
     def position(self, m: StoredMessage) -> str:
         return str(m.queue_offset)

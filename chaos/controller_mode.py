@@ -91,7 +91,7 @@ class ControllerCluster(ChaosCluster):
         return m
 
     def replicas_identical(self) -> tuple[bool, str]:
-        logs = [self.commitlog(i).rstrip(b"\0") for i in range(len(self.brokers))]
+        logs = self.commitlogs()
         confirms = [stores.confirm_offset(self.store_dir(i)) or 0
                     for i in range(len(self.brokers))]
         confirm = max(confirms)

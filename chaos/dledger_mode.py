@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from chaos.cluster import ChaosCluster
+from chaos.cluster import TOPIC, ChaosCluster
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX, read_status
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.offline import iter_messages
@@ -56,7 +56,7 @@ class DLedgerCluster(ChaosCluster):
         the last commits lacks only entries written after the workload ended (the
         leader's own writes, such as retries); a workload message in that tail is a
         replica that fell behind and is reported."""
-        logs = [self.commitlog(i).rstrip(b"\0") for i in range(len(self.brokers))]
+        logs = self.commitlogs()
         shortest = min(len(c) for c in logs)
         longest = max(logs, key=len)
         for i, c in enumerate(logs):
@@ -65,17 +65,17 @@ class DLedgerCluster(ChaosCluster):
                 return False, (f"b{i}'s commitlog differs from the longest at byte {at}: "
                                f"{self._records_at(at)}")
         ref = logs.index(longest)
-        ref_messages = self.messages(ref)  # (the workload's topic only)
+        ref_records = self.records(ref)
+        workload = [m.commitlog_offset for m in ref_records if m.topic == TOPIC]
         for i, c in enumerate(logs):
-            missing = sum(1 for m in ref_messages if m.commitlog_offset >= len(c))
+            missing = sum(1 for offset in workload if offset >= len(c))
             if missing:
                 return False, (f"b{i} ends at {len(c)} and lacks {missing} workload messages "
                                f"that b{ref} has")
         if all(len(c) == shortest for c in logs):
             return True, f"identical, {shortest} bytes (all applied to the commit index)"
-        tail = collections.Counter(
-            m.topic for m in iter_messages(str(self.store_dir(ref) / "commitlog"))
-            if m.commitlog_offset >= shortest)
+        tail = collections.Counter(m.topic for m in ref_records
+                                   if m.commitlog_offset >= shortest)
         return True, (f"identical up to {shortest} bytes; lengths {[len(c) for c in logs]}, "
                       f"b{ref}'s tail: {dict(tail)}")
 
