@@ -14,8 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mqcluster.broker.protocol import BrokerResponseCode
 from mqcluster.client import AdminClient, BrokerError, Message, Producer, PullConsumer, PullStatus
+from mqcluster.client.send_header import send_header_v1
 from mqcluster.namesrv.client import NamesrvClient, TopicNotExistError
-from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.frame import FrameDecoder, RemotingCommand, encode_frame
 from mqcluster.wire.rpc import RpcClient
 from tests.broker.procs import BrokerProc, NamesrvProc, free_ip, start_broker, start_namesrv
 
@@ -206,6 +207,43 @@ async def test_unknown_topic_and_oversized_messages_get_clear_errors(cluster: Cl
         # the broker keeps serving on the same connection
         ok = await producer.send(Message("Big", b"fits"))
         assert ok.queue_offset == 0
+
+
+async def test_sends_arriving_together_are_answered_each_on_its_own(cluster: Cluster) -> None:
+    """A pipelined burst is stored together; a bad request in it gets its own error and
+    the others are stored, in order."""
+    addr = cluster.broker.addr
+    async with AdminClient(broker_addr=addr) as admin:
+        await admin.create_topic("Burst", queue_nums=1)
+
+    def send(opaque: int, body: bytes, topic: str | None = "Burst") -> bytes:
+        header = send_header_v1("g", topic or "", 0, 1, 4, properties=f"UNIQ_KEY\x01u{opaque}")
+        if topic is None:
+            del header["topic"]
+        cmd = RemotingCommand.request(10, header, body)
+        cmd.opaque = opaque
+        return encode_frame(cmd)
+
+    host, port = addr.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(send(1, b"first") + send(2, b"x" * (64 * 1024 + 1)) + send(3, b"t", None)
+                     + send(4, b"second"))
+        await writer.drain()
+        decoder = FrameDecoder()
+        answers: dict[int, RemotingCommand] = {}
+        async with asyncio.timeout(10):
+            while len(answers) < 4:
+                answers.update((a.opaque, a) for a in decoder.feed(await reader.read(65536)))
+    finally:
+        writer.close()
+    assert [answers[i].code for i in (1, 2, 3, 4)] == [0, 13, 4, 0]
+    assert "maxMessageSize" in (answers[2].remark or "")
+    assert "topic" in (answers[3].remark or "")
+    assert [answers[i].ext_fields["queueOffset"] for i in (1, 4)] == ["0", "1"]
+    async with PullConsumer("burst-check", broker_addr=addr) as consumer:
+        got = await consumer.receive("Burst", 10)
+    assert [m.body for m in got] == [b"first", b"second"]
 
 
 async def test_malformed_frames_close_only_that_connection(cluster: Cluster) -> None:

@@ -5,7 +5,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqcluster.wire.frame import FrameDecoder, FrameError, RemotingCommand, encode_frame
+from mqcluster.wire.frame import (
+    FrameDecoder,
+    FrameError,
+    RemotingCommand,
+    encode_frame,
+    encode_header,
+)
 
 
 def frame_with_header(header: bytes, body: bytes = b"") -> bytes:
@@ -40,6 +46,18 @@ def test_decoder_reassembles_frames_split_at_any_point(items, chunk) -> None:
         out.extend(decoder.feed(stream[i : i + chunk]))
     assert out == cmds
     assert decoder.buffered == 0
+
+
+@given(st.integers(0, 2**31), st.integers(0, 2**31), st.integers(0, 3),
+       st.none() | st.text(), st.dictionaries(st.text(), st.text()))
+def test_header_is_the_json_a_general_encoder_writes(code, opaque, flag, remark, ext) -> None:
+    cmd = RemotingCommand(code=code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext)
+    want = {"code": code, "opaque": opaque, "flag": flag, "language": "PYTHON", "version": 0}
+    if remark is not None:
+        want["remark"] = remark
+    if ext:
+        want["extFields"] = ext
+    assert encode_header(cmd) == json.dumps(want, separators=(",", ":")).encode()
 
 
 def test_oversized_frame_is_rejected_before_it_is_buffered() -> None:

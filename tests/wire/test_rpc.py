@@ -123,3 +123,91 @@ async def test_a_connection_serves_at_most_max_in_flight_requests_at_once() -> N
     finally:
         await client.close()
         await server.stop()
+
+
+class CapturingWriter:
+    """A StreamWriter stand-in that keeps what the connection writes."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    async def drain(self) -> None:
+        return None
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return ("127.0.0.1", 5000) if name == "peername" else default
+
+
+async def answers_to(registry: HandlerRegistry, requests: list[RemotingCommand],
+                     expect: int) -> list[RemotingCommand]:
+    """Serve ``requests`` arriving in one read; the answers in the order written."""
+    from mqcluster.wire.frame import FrameDecoder, encode_frame
+    from mqcluster.wire.rpc import Connection
+
+    reader = asyncio.StreamReader()
+    for opaque, cmd in enumerate(requests, 1):
+        cmd.opaque = opaque
+    reader.feed_data(b"".join(encode_frame(c) for c in requests))
+    writer = CapturingWriter()
+    conn = Connection(reader, writer, registry)  # type: ignore[arg-type]
+    decoder = FrameDecoder()
+    answers: list[RemotingCommand] = []
+    async with asyncio.timeout(5):
+        while len(answers) < expect:
+            await asyncio.sleep(0)
+            answers += decoder.feed(bytes(writer.data))
+            writer.data.clear()
+    await conn.close()
+    return answers
+
+
+async def test_requests_read_together_reach_a_batch_handler_as_one_list() -> None:
+    registry = HandlerRegistry()
+    calls: list[list[bytes]] = []
+
+    async def stored_together(cmds: list[RemotingCommand], conn) -> list[RemotingCommand]:
+        calls.append([c.body for c in cmds])
+        await asyncio.sleep(0)
+        return [c.response(body=c.body.upper()) for c in cmds]
+
+    async def echo(cmd: RemotingCommand, conn) -> RemotingCommand:
+        return cmd.response(body=cmd.body)
+
+    registry.register_batch(10, stored_together)
+    registry.register_batch(11, stored_together)
+    registry.register(1, echo)
+    requests = [RemotingCommand.request(10, body=b"a"), RemotingCommand.request(1, body=b"e"),
+                RemotingCommand.request(11, body=b"b"), RemotingCommand.request(10, body=b"c")]
+    answers = await answers_to(registry, requests, 4)
+    assert calls == [[b"a", b"b", b"c"]]  # one call, in arrival order, the echo apart
+    assert {(a.opaque, a.body) for a in answers} == {(1, b"A"), (2, b"e"), (3, b"B"), (4, b"C")}
+
+
+async def test_a_failing_batch_handler_answers_every_request_with_the_error() -> None:
+    registry = HandlerRegistry()
+
+    async def broken(cmds: list[RemotingCommand], conn) -> list[RemotingCommand]:
+        raise ValueError("no topic")
+
+    async def short(cmds: list[RemotingCommand], conn) -> list[RemotingCommand]:
+        return [cmds[0].response()]
+
+    registry.register_batch(10, broken)
+    registry.register_batch(20, short)
+    requests = [RemotingCommand.request(10), RemotingCommand.request(10),
+                RemotingCommand.request(20), RemotingCommand.request(20)]
+    answers = sorted(await answers_to(registry, requests, 4), key=lambda a: a.opaque)
+    assert [a.code for a in answers] == [ResponseCode.INVALID_REQUEST] * 2 + \
+        [ResponseCode.SYSTEM_ERROR] * 2
+    assert "no topic" in (answers[0].remark or "")
+    assert "1 answers to 2 requests" in (answers[2].remark or "")

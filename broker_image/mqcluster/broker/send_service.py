@@ -97,7 +97,8 @@ class SendService:
             return f"batch body of {total} bytes exceeds maxMessageSize {limit}"
         return None
 
-    async def send(self, req: SendRequest) -> SendOutcome:
+    def _place(self, req: SendRequest) -> SendOutcome | int:
+        """The queue the request's messages go to, or why it is refused."""
         bodies = req.raw.bodies if req.raw is not None else [m.body for m in req.messages]
         if not bodies:
             return _reject(BrokerResponseCode.MESSAGE_ILLEGAL, "no message to send")
@@ -111,15 +112,42 @@ class SendService:
             return _reject(topic.code, topic.remark)
         queue_id = req.queue_id
         if queue_id < 0:
-            queue_id = self._random.randrange(topic.writeQueueNums)
-        elif queue_id >= topic.writeQueueNums:
+            return self._random.randrange(topic.writeQueueNums)
+        if queue_id >= topic.writeQueueNums:
             return _reject(
                 BrokerResponseCode.SYSTEM_ERROR,
                 f"queueId {queue_id} is illegal: topic {req.topic!r} has "
                 f"{topic.writeQueueNums} write queues",
             )
-        if req.raw is not None:
-            return await self._send_raw(req, req.raw, queue_id)
+        return queue_id
+
+    async def send(self, req: SendRequest) -> SendOutcome:
+        return (await self.send_many([req]))[0]
+
+    async def send_many(self, reqs: Sequence[SendRequest]) -> list[SendOutcome]:
+        """Requests that arrived together (a pipelining producer's burst): the batches
+        kept in their encoded form are stored with one store write and one wait
+        (``MessageStore.put_batches``); the others one by one."""
+        outcomes: list[SendOutcome | None] = [None] * len(reqs)
+        raw: list[tuple[int, RawBatch]] = []
+        others: list[tuple[int, SendRequest, int]] = []
+        for i, req in enumerate(reqs):
+            placed = self._place(req)
+            if isinstance(placed, SendOutcome):
+                outcomes[i] = placed
+            elif req.raw is not None:
+                raw.append((i, self._raw_batch(req, req.raw, placed)))
+            else:
+                others.append((i, req, placed))
+        for i, req, queue_id in others:
+            outcomes[i] = await self._send_records(req, queue_id)
+        if raw:
+            stored = await self._send_raw([batch for _, batch in raw])
+            for (i, _), outcome in zip(raw, stored, strict=True):
+                outcomes[i] = outcome
+        return [o for o in outcomes if o is not None]
+
+    async def _send_records(self, req: SendRequest, queue_id: int) -> SendOutcome:
         records = self._records(req, queue_id)
         started = time.perf_counter()
         if len(records) == 1:
@@ -143,33 +171,42 @@ class SendService:
             [r.offset_msg_id for r in results],
         )  # fmt: skip
 
-    async def _send_raw(self, req: SendRequest, raw: RawMessages, queue_id: int) -> SendOutcome:
-        """A batch appended as one vectorized store write (``MessageStore.put_batch``)."""
-        store = self.ctx.store
-        batch = RawBatch(
+    @staticmethod
+    def _raw_batch(req: SendRequest, raw: RawMessages, queue_id: int) -> RawBatch:
+        return RawBatch(
             req.topic, queue_id, req.born_host, req.born_timestamp or int(time.time() * 1000),
             raw.bodies, raw.properties, _tags_codes(raw.tags), raw.flags,
             req.sys_flag, req.reconsume_times,
         )  # fmt: skip
+
+    async def _send_raw(self, batches: list[RawBatch]) -> list[SendOutcome]:
+        """Batches appended as vectorized store writes (``MessageStore.put_batches``)."""
+        store = self.ctx.store
         started = time.perf_counter()
-        result = await store.put_batch(batch)
-        status = result.status
-        if status.stored and store.confirm_offset is None:
-            await store.wait_dispatched(result.next_commitlog_offset)
-        code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
-        if status.stored:
-            nbytes = sum(map(len, raw.bodies))
-            self.ctx.metrics.record_put(
-                req.topic, len(raw.bodies), nbytes, time.perf_counter() - started
-            )
-        if code != BrokerResponseCode.SUCCESS:
-            self.ctx.metrics.record_put_error(status.value)
-            if not status.stored:
-                return _reject(code, result.remark or f"store answered {status.value}")
+        results = await store.put_batches(batches)
+        ends = [r.next_commitlog_offset for r in results if r.status.stored]
+        if ends and store.confirm_offset is None:
+            await store.wait_dispatched(max(ends))
+        elapsed = time.perf_counter() - started
         prefix = offset_msg_id(store.config.storeHost, 0)[:-16]
-        ids = [f"{prefix}{off:016X}" for off in result.commitlog_offsets]
-        remark = None if code == BrokerResponseCode.SUCCESS else f"store answered {status.value}"
-        return SendOutcome(code, remark, queue_id, [], result.queue_offset, ids)
+        metrics = self.ctx.metrics
+        outcomes = []
+        for batch, result in zip(batches, results, strict=True):
+            status = result.status
+            code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
+            if status.stored:
+                metrics.record_put(batch.topic, len(batch.bodies), sum(map(len, batch.bodies)),
+                                   elapsed)
+            remark = None
+            if code != BrokerResponseCode.SUCCESS:
+                metrics.record_put_error(status.value)
+                remark = f"store answered {status.value}"
+                if not status.stored:
+                    outcomes.append(_reject(code, result.remark or remark))
+                    continue
+            ids = [f"{prefix}{off:016X}" for off in result.commitlog_offsets]
+            outcomes.append(SendOutcome(code, remark, batch.queue_id, [], result.queue_offset, ids))
+        return outcomes
 
     @staticmethod
     def _records(req: SendRequest, queue_id: int) -> list[MessageRecord]:

@@ -306,6 +306,68 @@ class MessageStore:
         result.status = await self._wait_durable(last)
         return result
 
+    async def put_batches(self, batches: Sequence[RawBatch]) -> list[BatchPutResult]:
+        """Batches of several requests (a pipelining producer's burst), each all or
+        nothing: one commitlog write and one wait for the flush and the replicas serve
+        them all; with a replicated writer each goes as ``put_batch``."""
+        if len(batches) == 1:
+            return [await self.put_batch(batches[0])]
+        refusal: tuple[PutStatus, str] | None = None
+        if not self._running or self._flusher is None:
+            refusal = (PutStatus.SERVICE_NOT_AVAILABLE, "store not running")
+        elif self._retention.disk_full:
+            refusal = (PutStatus.SERVICE_NOT_AVAILABLE, "disk full")
+        elif self.write_gate is not None:
+            refusal = self.write_gate.refuse_write()
+        if refusal is not None:
+            return [BatchPutResult(refusal[0], remark=refusal[1]) for _ in batches]
+        if self.writer is not None:
+            writer = self.writer
+            return list(await asyncio.gather(*(writer.put_batch(b) for b in batches)))
+        results = self.append_raw_batches(batches, int(self._clock() * 1000),
+                                          self.config.storeHost)
+        ends = [r.next_commitlog_offset for r in results if r.status is PutStatus.PUT_OK]
+        if ends:
+            status = await self._wait_durable(max(ends))
+            for r in results:
+                if r.status is PutStatus.PUT_OK:
+                    r.status = status
+        return results
+
+    def append_raw_batches(self, batches: Sequence[RawBatch], now_ms: int,
+                           store_host: str) -> list[BatchPutResult]:
+        """``append_raw_batch`` for each, with one commitlog write when they fit the
+        segment being written; a refused batch does not hold up the others."""
+        cfg = self.config
+        cl = self._commitlog
+        results: list[BatchPutResult | None] = [None] * len(batches)
+        encs = []
+        for i, batch in enumerate(batches):
+            enc, problem = check_batch(batch, store_host, cfg.maxMessageSize,
+                                       cfg.maxPropertiesSize, cl.segment_size)
+            if enc is None:
+                assert problem is not None
+                results[i] = BatchPutResult(problem[0], remark=problem[1])
+            else:
+                encs.append((i, enc))
+        if encs:
+            caught_up = self._dispatch_caught_up()
+            try:
+                written = cl.append_batches([enc for _, enc in encs], now_ms)
+            except OSError as exc:
+                for i, _ in encs:
+                    results[i] = BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc))
+            else:
+                if written is not None:
+                    self._appended(caught_up)
+                    for (i, enc), (first, offsets) in zip(encs, written, strict=True):
+                        results[i] = BatchPutResult(PutStatus.PUT_OK, first, offsets,
+                                                    enc.sizes, now_ms)
+                else:  # crossing into the next segment: one by one
+                    for i, _ in encs:
+                        results[i] = self.append_raw_batch(batches[i], now_ms, store_host)
+        return [r for r in results if r is not None]
+
     def append_raw_batch(self, batch: RawBatch, now_ms: int, store_host: str) -> BatchPutResult:
         """Append one queue's batch now (no flush wait). State machines that replicate
         writes call this with the timestamp and store host the group agreed on, so every

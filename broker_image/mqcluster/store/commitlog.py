@@ -144,6 +144,45 @@ class CommitLog:
             self._roll_back(start, {key: old})
             raise
 
+    def append_batches(self, encs: Sequence[EncodedBatch],
+                       store_timestamp: int) -> list[tuple[int, list[int]]] | None:
+        """Several batches (of any queues) one after another with one write; returns each
+        one's (first queue offset, commitlog offsets). None (nothing written) when they do
+        not all fit the segment being written: then they go one by one (``append_batch``)."""
+        self._catch_up_queue_offsets()
+        batch_start = self.max_offset
+        seg = self.files.writable_segment(batch_start)
+        total = sum(sum(e.sizes) for e in encs)
+        if seg.write_pos + total + END_FILE_MIN_BLANK_LENGTH > seg.size:
+            return None
+        queue_offsets = self.queue_offsets
+        after: dict[QueueKey, int] = {}
+        parts: list[bytes] = []
+        placed: list[tuple[int, int, QueueRun]] = []
+        pos = seg.start + seg.write_pos
+        for enc in encs:
+            b = enc.batch
+            key = (b.topic, b.queue_id)
+            first = after.get(key, queue_offsets.get(key, 0))
+            offsets = list(accumulate(enc.sizes, initial=pos))
+            end = offsets.pop()
+            parts += encode_records(enc, 0, len(enc.sizes), first, offsets, store_timestamp)
+            after[key] = first + len(offsets)
+            placed.append((pos, end, QueueRun(b.topic, b.queue_id, first, offsets, enc.sizes,
+                                              b.tags_codes)))
+            pos = end
+        try:
+            seg.append_parts(parts)
+        except OSError:
+            self._roll_back(batch_start, {})  # (queue offsets are set only after the write)
+            raise
+        queue_offsets.update(after)
+        for start, end, run in placed:
+            self._remember(AppendedBatch(start, end, [], store_timestamp, run))
+        self.last_store_timestamp = store_timestamp
+        self._table_scanned_to = self.max_offset
+        return [(run.first, run.offsets) for _, _, run in placed]
+
     def _roll_back(self, start: int, queue_offsets: dict[QueueKey, int | None]) -> None:
         """Undo an append that failed part way: the files back to ``start``, and the
         given queues' next offsets back to what they were (None: the queue was new)."""

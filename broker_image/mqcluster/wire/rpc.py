@@ -9,7 +9,9 @@ Frames written in one turn of the loop leave together (``CoalescingWriter``).
 
 Handlers registered with ``register_sync`` are plain functions called in the
 reader itself, in frame order, with no task per frame: for cheap one-way
-messages (Raft) whose handler never waits.
+messages (Raft) whose handler never waits. Handlers registered with
+``register_batch`` get the requests of their codes that one read brought, as one
+list served by one task (a pipelining producer's sends, stored together).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from mqcluster.wire.coalesce import CoalescingWriter
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[RemotingCommand, "Connection"], Awaitable[RemotingCommand | None]]
 SyncHandler = Callable[[RemotingCommand, "Connection"], "RemotingCommand | None"]
+BatchHandler = Callable[[list[RemotingCommand], "Connection"],
+                        Awaitable[list[RemotingCommand]]]
 
 READ_SIZE = 1 << 20  # bytes asked of the stream per read; big frames arrive in few reads
 STREAM_LIMIT = 1 << 20  # StreamReader buffer limit (it pauses the socket at twice this)
@@ -51,16 +55,31 @@ class HandlerRegistry:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
         self._sync: dict[int, SyncHandler] = {}
+        self._batch: dict[int, BatchHandler] = {}
         self.on_connection_closed: list[Callable[[Connection], None]] = []
 
     def register(self, code: int, handler: Handler) -> None:
-        self._sync.pop(int(code), None)
+        self._forget(code)
         self._handlers[int(code)] = handler
 
     def register_sync(self, code: int, handler: SyncHandler) -> None:
         """A handler that never waits, run in the connection's reader (no task per frame)."""
-        self._handlers.pop(int(code), None)
+        self._forget(code)
         self._sync[int(code)] = handler
+
+    def register_batch(self, code: int, handler: BatchHandler) -> None:
+        """A handler of many requests at once, answering each in order (one answer per
+        request); requests of codes with the same handler that arrive together are
+        served together."""
+        self._forget(code)
+        self._batch[int(code)] = handler
+
+    def _forget(self, code: int) -> None:
+        for table in (self._handlers, self._sync, self._batch):
+            table.pop(int(code), None)
+
+    def batch_handler(self, code: int) -> BatchHandler | None:
+        return self._batch.get(code)
 
     def sync_handler(self, code: int) -> SyncHandler | None:
         return self._sync.get(code)
@@ -71,12 +90,15 @@ class HandlerRegistry:
         try:
             return handler(cmd, conn)
         except Exception as exc:
-            return self._error_response(cmd, exc)
+            return error_response(cmd, exc)
 
     async def dispatch(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         sync = self._sync.get(cmd.code)
         if sync is not None:
             return self.call_sync(sync, cmd, conn)
+        batch = self._batch.get(cmd.code)
+        if batch is not None:
+            return (await self.dispatch_batch(batch, [cmd], conn))[0]
         handler = self._handlers.get(cmd.code)
         if handler is None:
             return cmd.response(
@@ -86,17 +108,29 @@ class HandlerRegistry:
         try:
             return await handler(cmd, conn)
         except Exception as exc:
-            return self._error_response(cmd, exc)
+            return error_response(cmd, exc)
 
     @staticmethod
-    def _error_response(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
-        if isinstance(exc, FrameError):
-            return cmd.response(ResponseCode.INVALID_REQUEST, remark=str(exc))
-        if isinstance(exc, (KeyError, ValueError, TypeError)):
-            log.info("bad request code=%s: %r", cmd.code, exc)
-            return cmd.response(ResponseCode.INVALID_REQUEST, remark=f"invalid request: {exc!r}")
-        log.error("handler for code %s failed", cmd.code, exc_info=exc)
-        return cmd.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+    async def dispatch_batch(handler: BatchHandler, cmds: list[RemotingCommand],
+                             conn: Connection) -> list[RemotingCommand]:
+        try:
+            answers = await handler(cmds, conn)
+            if len(answers) != len(cmds):
+                raise RuntimeError(f"{len(answers)} answers to {len(cmds)} requests")
+            return answers
+        except Exception as exc:
+            return [error_response(cmd, exc) for cmd in cmds]
+
+
+def error_response(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+    """The answer to a request whose handler raised: the request's fault (invalid) or ours."""
+    if isinstance(exc, FrameError):
+        return cmd.response(ResponseCode.INVALID_REQUEST, remark=str(exc))
+    if isinstance(exc, (KeyError, ValueError, TypeError)):
+        log.info("bad request code=%s: %r", cmd.code, exc)
+        return cmd.response(ResponseCode.INVALID_REQUEST, remark=f"invalid request: {exc!r}")
+    log.error("handler for code %s failed", cmd.code, exc_info=exc)
+    return cmd.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
 
 
 class Connection:
@@ -143,6 +177,9 @@ class Connection:
                     self.close_reason = "peer closed"
                     return
                 registry = self.registry
+                # Requests for batch handlers, gathered per handler until the end of
+                # this read (or until the in-flight limit is reached).
+                batches: dict[BatchHandler, list[RemotingCommand]] = {}
                 for cmd in self.decoder.feed(data):
                     if cmd.is_response:
                         fut = self._pending.pop(cmd.opaque, None)
@@ -157,12 +194,16 @@ class Connection:
                             self.writer.write(encode_frame(resp))
                         continue
                     if self._serving >= self._max_in_flight:
+                        self._start_batches(batches)
                         self._room = asyncio.get_running_loop().create_future()
                         await self._room
                     self._serving += 1
-                    task = asyncio.create_task(self._serve(cmd))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                    handler = registry.batch_handler(cmd.code)
+                    if handler is not None:
+                        batches.setdefault(handler, []).append(cmd)
+                    else:
+                        self._start(self._serve(cmd))
+                self._start_batches(batches)
         except FrameError as exc:
             self.close_reason = f"malformed frame: {exc}"
             log.warning("closing connection from %s: %s", self.peer, self.close_reason)
@@ -173,20 +214,47 @@ class Connection:
         finally:
             self._shutdown()
 
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _start_batches(self, batches: dict[BatchHandler, list[RemotingCommand]]) -> None:
+        for handler, cmds in batches.items():
+            self._start(self._serve_batch(handler, cmds))
+        batches.clear()
+
     async def _serve(self, cmd: RemotingCommand) -> None:
         try:
             resp = await self.registry.dispatch(cmd, self)
-            if resp is not None and not cmd.is_oneway and not self.closed:
-                resp.opaque = cmd.opaque
-                self.writer.write(encode_frame(resp))
-                await self.writer.drain()
+            self._answer(cmd, resp)
+            await self.writer.drain()
         except (ConnectionError, OSError):
             pass
         finally:
-            self._serving -= 1
-            room = self._room
-            if room is not None and not room.done():
-                room.set_result(None)
+            self._served(1)
+
+    async def _serve_batch(self, handler: BatchHandler, cmds: list[RemotingCommand]) -> None:
+        try:
+            answers = await self.registry.dispatch_batch(handler, cmds, self)
+            for cmd, resp in zip(cmds, answers, strict=True):
+                self._answer(cmd, resp)
+            await self.writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._served(len(cmds))
+
+    def _answer(self, cmd: RemotingCommand, resp: RemotingCommand | None) -> None:
+        if resp is not None and not cmd.is_oneway and not self.closed:
+            resp.opaque = cmd.opaque
+            self.writer.write(encode_frame(resp))
+
+    def _served(self, n: int) -> None:
+        self._serving -= n
+        room = self._room
+        if room is not None and not room.done():
+            room.set_result(None)
 
     def _shutdown(self) -> None:
         if self._closed.is_set():

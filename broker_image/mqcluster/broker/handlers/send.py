@@ -20,7 +20,7 @@ from mqcluster.broker.remoting_codec import (
 from mqcluster.broker.send_service import SendOutcome, SendRequest, SendService
 from mqcluster.store.codec import consumes_queue_offset
 from mqcluster.wire.frame import RemotingCommand
-from mqcluster.wire.rpc import Connection, HandlerRegistry
+from mqcluster.wire.rpc import Connection, HandlerRegistry, error_response
 
 
 class SendHandlers:
@@ -28,43 +28,61 @@ class SendHandlers:
         self.service = service
 
     def register(self, registry: HandlerRegistry) -> None:
-        registry.register(RequestCode.SEND_MESSAGE, self.send)
-        registry.register(RequestCode.SEND_MESSAGE_V2, self.send)
-        registry.register(RequestCode.SEND_BATCH_MESSAGE, self.send)
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2,
+                     RequestCode.SEND_BATCH_MESSAGE):
+            registry.register_batch(code, self.send_many)
 
     async def send(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        return (await self.send_many([cmd], conn))[0]
+
+    async def send_many(self, cmds: list[RemotingCommand],
+                        conn: Connection) -> list[RemotingCommand]:
+        """The send requests read together from one connection, stored together
+        (``SendService.send_many``); each gets its own answer, a bad one its error."""
+        answers: list[RemotingCommand | None] = [None] * len(cmds)
+        requests: list[SendRequest] = []
+        slots: list[int] = []
+        for i, cmd in enumerate(cmds):
+            try:
+                requests.append(self._request(cmd, conn))
+                slots.append(i)
+            except CodecError as exc:
+                answers[i] = cmd.response(BrokerResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
+            except Exception as exc:
+                answers[i] = error_response(cmd, exc)
+        if requests:
+            outcomes = await self.service.send_many(requests)
+            for i, outcome in zip(slots, outcomes, strict=True):
+                answers[i] = _response(cmds[i], outcome)
+        return [a for a in answers if a is not None]
+
+    def _request(self, cmd: RemotingCommand, conn: Connection) -> SendRequest:
         ext = cmd.ext_fields
         if cmd.code == RequestCode.SEND_MESSAGE_V2:
             ext = v2_to_v1(ext)
         header = SendMessageRequestHeader.from_ext(ext)
         raw: RawMessages | None = None
         messages: list[WireMessage] = []
-        try:
-            if consumes_queue_offset(header.sysFlag):
-                raw = (
-                    decode_batch_raw(cmd.body)
-                    if self._is_batch(cmd, header)
-                    else decode_single_raw(cmd.body, header.properties, header.flag)
-                )
-            if raw is None:
-                messages = self._messages(cmd, header)
-        except CodecError as exc:
-            return cmd.response(BrokerResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
-        outcome = await self.service.send(
-            SendRequest(
-                topic=header.topic,
-                messages=messages,
-                raw=raw,
-                queue_id=header.queueId,
-                producer_group=header.producerGroup,
-                born_host=conn.peer,
-                born_timestamp=header.bornTimestamp,
-                sys_flag=header.sysFlag,
-                reconsume_times=header.reconsumeTimes,
-                default_queue_nums=header.defaultTopicQueueNums,
+        if consumes_queue_offset(header.sysFlag):
+            raw = (
+                decode_batch_raw(cmd.body)
+                if self._is_batch(cmd, header)
+                else decode_single_raw(cmd.body, header.properties, header.flag)
             )
+        if raw is None:
+            messages = self._messages(cmd, header)
+        return SendRequest(
+            topic=header.topic,
+            messages=messages,
+            raw=raw,
+            queue_id=header.queueId,
+            producer_group=header.producerGroup,
+            born_host=conn.peer,
+            born_timestamp=header.bornTimestamp,
+            sys_flag=header.sysFlag,
+            reconsume_times=header.reconsumeTimes,
+            default_queue_nums=header.defaultTopicQueueNums,
         )
-        return _response(cmd, outcome)
 
     @staticmethod
     def _is_batch(cmd: RemotingCommand, header: SendMessageRequestHeader) -> bool:
