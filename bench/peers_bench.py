@@ -425,7 +425,12 @@ async def _run(root: Path) -> list[Row]:
         results.append(await measure(root))
         print(f"   {results[-1].system}: {time.monotonic() - started:.0f} s"
               + (f" ({results[-1].error})" if results[-1].error else ""), flush=True)
-    return peer_rows(results)
+    from bench.peer_rounds import measure_rounds
+
+    started = time.monotonic()
+    rounds = await measure_rounds(root)
+    print(f"   alternating rounds: {time.monotonic() - started:.0f} s", flush=True)
+    return peer_rows(results) + rounds
 
 
 def run() -> list[Row]:

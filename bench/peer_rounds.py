@@ -1,0 +1,163 @@
+"""Pipelined publish of mqcluster (both modes) and NATS JetStream, the fastest peer,
+in alternating rounds while all three run at once.
+
+The sequential peers measurements run each system minutes apart, and this machine's
+speed drifts by tens of percent over minutes; a phase of each system in every round,
+a few seconds apart, in a rotating order, gives ratios that drift cancels out of.
+The rows report the median rate of each system over the rounds and each round's ratio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import bench.ha_bench as ha
+import bench.peers_bench as pb
+from bench import Row, cpu_seconds
+from bench.peer_launchers import NatsCluster, ensure_installed
+from bench.peer_table import NAME, ratio
+from mqcluster.client import AdminClient, Message, Producer
+
+ROUNDS = 1 if pb.QUICK else 3
+BASELINE = "NATS JetStream"
+
+Procs = dict[str, Callable[[], float]]
+
+
+@dataclass
+class Contender:
+    system: str
+    send: Callable[[], Awaitable[object]]
+    procs: Procs
+    rates: list[float] = field(default_factory=list)
+    cpu_us: list[dict[str, float]] = field(default_factory=list)
+
+
+def rotated(items: list[Contender], k: int) -> list[Contender]:
+    """Round ``k``'s order: over as many rounds as systems, each goes first, in the
+    middle and last once (a Latin square)."""
+    k %= len(items)
+    return items[k:] + items[:k]
+
+
+def round_rows(contenders: list[Contender], baseline: str = BASELINE) -> list[Row]:
+    """Median rate per system; ours carry each round's ratio to the baseline. Pure."""
+    base = next((c for c in contenders if c.system == baseline), None)
+    rows = []
+    for c in contenders:
+        if not c.rates:
+            continue
+        note = f"rounds: {', '.join(f'{r:,.0f}' for r in c.rates)}"
+        if base is not None and c is not base and len(base.rates) == len(c.rates):
+            per_round = ", ".join(ratio(o, b) for o, b in zip(c.rates, base.rates, strict=True))
+            note += (f"; /{baseline} per round: {per_round}; median ratio "
+                     f"{ratio(statistics.median(c.rates), statistics.median(base.rates))}")
+        if c.cpu_us:
+            cpu = {k: statistics.median(d[k] for d in c.cpu_us) for k in c.cpu_us[0]}
+            note += "; CPU us/msg: " + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
+        rows.append(Row(NAME, f"{c.system}: pipelined publish, alternating rounds (median)",
+                        statistics.median(c.rates), "msgs/s", note=note))
+    return rows
+
+
+@contextlib.asynccontextmanager
+async def nats_contender(root: Path) -> AsyncIterator[Contender]:
+    import nats
+
+    await asyncio.to_thread(ensure_installed, "nats")
+    c = NatsCluster(root / "nats-rounds")
+    try:
+        await c.start()
+        nc = await nats.connect(servers=c.urls(), connect_timeout=2)
+        js = nc.jetstream(timeout=pb.SEND_TIMEOUT_S)
+        async with asyncio.timeout(60):
+            while True:
+                try:
+                    await js.add_stream(name="ROUNDS", subjects=["rounds.>"], num_replicas=3)
+                    break
+                except Exception:  # JetStream meta leader still being elected
+                    await asyncio.sleep(0.5)
+
+        async def send() -> object:
+            return await js.publish("rounds.t", pb.PAYLOAD)
+
+        await pb.sync_latency(send, 50)  # connections and stream leader settled
+        try:
+            yield Contender(BASELINE, send, pb.server_cpu(c.pids()))
+        finally:
+            await nc.close()
+    finally:
+        await asyncio.to_thread(c.close)
+
+
+@contextlib.asynccontextmanager
+async def mqcluster_contender(system: str, group: object, brokers: list[object],
+                              leader: int) -> AsyncIterator[Contender]:
+    addr = brokers[leader].addr  # type: ignore[attr-defined]
+    async with AdminClient(broker_addr=addr) as admin:
+        await admin.create_topic(ha.TOPIC, queue_nums=8)
+    async with Producer(broker_addr=addr, retries=0) as producer:
+        async def send() -> object:
+            return await producer.send(Message(ha.TOPIC, pb.PAYLOAD))
+
+        await pb.sync_latency(send, 50)
+        pids = [b.proc.pid for b in brokers]  # type: ignore[attr-defined]
+        procs: Procs = {("leader" if i == leader else f"replica{i + 1}"):
+                        partial(cpu_seconds, [pid]) for i, pid in enumerate(pids)}
+        procs["client"] = partial(cpu_seconds, [os.getpid()])
+        yield Contender(system, send, procs)
+
+
+@contextlib.asynccontextmanager
+async def controller_contender(root: Path) -> AsyncIterator[Contender]:
+    from tests.ha.cluster import ProcessGroup
+
+    g = ProcessGroup(root / "controller-rounds")
+    try:
+        await g.start()
+        await g.wait_sync_state_set(3)
+        leader = await g.wait_master()
+        await g.wait_ready()
+        async with mqcluster_contender("mqcluster controller", g, list(g.brokers),
+                                       leader) as c:
+            yield c
+    finally:
+        await g.close()
+
+
+@contextlib.asynccontextmanager
+async def dledger_contender(root: Path) -> AsyncIterator[Contender]:
+    from tests.ha.dledger_cluster import DLedgerProcessGroup
+
+    g = DLedgerProcessGroup(root / "dledger-rounds")
+    try:
+        await g.start()
+        leader = await g.wait_leader()
+        await g.wait_caught_up()
+        async with mqcluster_contender("mqcluster dledger", g, list(g.brokers), leader) as c:
+            yield c
+    finally:
+        await g.close()
+
+
+async def measure_rounds(root: Path) -> list[Row]:
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            contenders = [await stack.enter_async_context(start(root)) for start in
+                          (controller_contender, dledger_contender, nats_contender)]
+        except Exception as e:
+            return [Row(NAME, "pipelined publish, alternating rounds: not measured", None,
+                        note=f"{type(e).__name__}: {e}"[:300])]
+        for k in range(ROUNDS):
+            for c in rotated(contenders, k):
+                rate, _, cpu = await pb.pipelined(c.send, c.procs)
+                c.rates.append(rate)
+                c.cpu_us.append(cpu)
+        return round_rows(contenders)
