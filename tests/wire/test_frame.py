@@ -76,6 +76,18 @@ def test_non_json_header_is_rejected() -> None:
         FrameDecoder().feed(frame_with_header(b"{nope"))
 
 
+def test_a_header_with_whitespace_around_it_decodes() -> None:
+    [cmd] = FrameDecoder().feed(frame_with_header(b' \n{"code": 7, "opaque": 3} ', b"x"))
+    assert (cmd.code, cmd.opaque, cmd.body) == (7, 3, b"x")
+
+
+@pytest.mark.parametrize(
+    "header", [b'{"code": 1} x', b'{"code": 1', b"", b"[1]", b'{"code": true}'])
+def test_a_header_that_is_not_one_json_object_is_rejected(header: bytes) -> None:
+    with pytest.raises(FrameError):
+        FrameDecoder().feed(frame_with_header(header))
+
+
 def test_non_integer_code_is_rejected() -> None:
     with pytest.raises(FrameError, match="'code' must be an integer"):
         FrameDecoder().feed(frame_with_header(json.dumps({"code": "x"}).encode()))
