@@ -57,6 +57,10 @@ class MasterChannels:
             self._channel = grpc.aio.insecure_channel(target, options=[
                 ("grpc.max_receive_message_length", -1),
                 ("grpc.max_send_message_length", -1),
+                # Connections of its own: channels to one address share them otherwise,
+                # and a master that died and was elected again on the same address would
+                # wait out the dead connection's reconnect backoff (about a second).
+                ("grpc.use_local_subchannel_pool", 1),
             ])
         return self._channel
 
