@@ -100,3 +100,39 @@ async def test_append_listener_sees_each_new_end(store_factory: StoreFactory) ->
     first = await store.put_message(rec(0))
     batch = await store.put_messages([rec(i) for i in range(1, 4)])
     assert ends == [first.next_commitlog_offset, batch[-1].next_commitlog_offset]
+
+
+async def test_a_replica_taking_over_scans_only_what_it_has_not_dispatched(
+        store_factory: StoreFactory, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import mqcluster.store.commitlog as commitlog_module
+
+    master = store_factory(root=tmp_path / "master")
+    slave = store_factory(root=tmp_path / "slave")
+    await master.start()
+    await slave.start()
+    results = await master.put_messages([rec(i, queue_id=i % 3) for i in range(30)])
+
+    async def copy_to(end: int) -> None:
+        while (offset := slave.commitlog_max_offset) < end:
+            assert await slave.append_commitlog(offset, master.read_commitlog(offset,
+                                                                              end - offset))
+
+    await copy_to(results[24].next_commitlog_offset)
+    await slave.wait_dispatched()
+    await copy_to(results[29].commitlog_offset + 10)  # the last record is cut short
+    scanned: list[int] = []
+    real_scan = commitlog_module.scan
+
+    def counting_scan(files, start, stop, verify_crc=True):  # type: ignore[no-untyped-def]
+        for item in real_scan(files, start, stop, verify_crc=verify_crc):
+            scanned.append(item[0])
+            yield item
+
+    monkeypatch.setattr(commitlog_module, "scan", counting_scan)
+    dispatched = slave.dispatched_offset
+    assert dispatched >= results[24].next_commitlog_offset
+    assert slave.complete_offset == results[29].commitlog_offset
+    assert scanned and min(scanned) >= dispatched  # nothing the dispatcher has read
+    await slave.truncate_commitlog(slave.complete_offset)
+    promoted = await slave.put_messages([rec(100 + q, queue_id=q) for q in range(3)])
+    assert [p.queue_offset for p in promoted] == [10, 10, 9]

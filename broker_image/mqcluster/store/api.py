@@ -591,7 +591,14 @@ class MessageStore:
     @property
     def complete_offset(self) -> int:
         """End of the last whole message: where a replica cuts before becoming master."""
-        return self._commitlog.complete_offset()
+        cl = self._commitlog
+        dispatched = self._dispatcher.offset
+        if cl.accounted_to < dispatched:
+            # Replicated bytes the dispatcher has already read: the consume queues know
+            # their queue offsets, so only what lies past them is scanned (a replica
+            # taking over after a long run would otherwise read its whole log again).
+            cl.reset_queue_offsets(self._queues.max_offsets(), dispatched)
+        return cl.complete_offset()
 
     async def truncate_commitlog(self, offset: int | None) -> None:
         """Cut the commitlog (and consume queues) back to ``offset``, a message boundary;

@@ -378,6 +378,12 @@ class CommitLog:
         self._catch_up_queue_offsets()
         return self.queue_offsets.get((topic, queue_id), 0)
 
+    @property
+    def accounted_to(self) -> int:
+        """Where the queue-offset table stops accounting for the records (replicated
+        bytes are accounted for only when needed)."""
+        return self._table_scanned_to
+
     def complete_offset(self) -> int:
         """End of the last whole record (replicated bytes may stop inside one)."""
         self._catch_up_queue_offsets()
