@@ -77,3 +77,26 @@ async def store_factory(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Store
     for s in opened:
         if s._opened:
             await s.shutdown()
+
+
+def commitlog_bytes(store: MessageStore) -> bytes:
+    """The whole commitlog, read segment by segment."""
+    out = b""
+    while len(out) < store.commitlog_max_offset:
+        out += store.read_commitlog(len(out), store.commitlog_max_offset - len(out))
+    return out
+
+
+def count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many buffers each ``Segment.append_parts`` call writes, from now on."""
+    from mqcluster.store.segment import Segment
+
+    calls: list[int] = []
+    real = Segment.append_parts
+
+    def counted(self: Segment, parts):  # type: ignore[no-untyped-def]
+        calls.append(len(parts))
+        return real(self, parts)
+
+    monkeypatch.setattr(Segment, "append_parts", counted)
+    return calls

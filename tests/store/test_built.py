@@ -11,9 +11,8 @@ from mqcluster.store import MessageStore, PutStatus
 from mqcluster.store.batch import RawBatch, check_batch
 from mqcluster.store.built import BuiltBatch, build, placement
 from mqcluster.store.codec import END_FILE_MIN_BLANK_LENGTH
-from mqcluster.store.segment import Segment
 
-from .conftest import SEGMENT, StoreFactory
+from .conftest import SEGMENT, StoreFactory, commitlog_bytes, count_writes
 
 HOST = "10.0.0.2:10911"
 
@@ -38,11 +37,6 @@ def built_for(store: MessageStore, b: RawBatch, start: int | None = None,
     return build(enc, start, first_queue_offset, 77)
 
 
-def commitlog(store: MessageStore) -> bytes:
-    out = b""
-    while len(out) < store.commitlog_max_offset:
-        out += store.read_commitlog(len(out), store.commitlog_max_offset - len(out))
-    return out
 
 
 @pytest.mark.parametrize(("end", "total", "expected"), [
@@ -90,7 +84,7 @@ async def test_without_a_segment_end_the_bytes_are_identical(store_factory: Stor
     b = batch(3, size=100)
     appended.append_raw_batch(b, 77, HOST)
     assert built.append_built_batch(built_for(built, b)) is not None
-    assert commitlog(built) == commitlog(appended)
+    assert commitlog_bytes(built) == commitlog_bytes(appended)
 
 
 async def test_a_built_batch_elsewhere_writes_nothing(store_factory: StoreFactory) -> None:
@@ -159,16 +153,6 @@ def group_for(store: MessageStore, batches: list[RawBatch]) -> list[BuiltBatch]:
     return out
 
 
-def count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = Segment.append_parts
-
-    def counted(self: Segment, parts):  # type: ignore[no-untyped-def]
-        calls.append(len(parts))
-        return real(self, parts)
-
-    monkeypatch.setattr(Segment, "append_parts", counted)
-    return calls
 
 
 async def test_a_group_of_built_batches_is_written_at_once(
@@ -185,7 +169,7 @@ async def test_a_group_of_built_batches_is_written_at_once(
     assert together is not None and writes == [6]  # one call, the six batches' records
     assert [(r.status, r.queue_offset, r.commitlog_offsets) for r in together] == \
         [(r.status, r.queue_offset, r.commitlog_offsets) for r in singly if r is not None]
-    assert commitlog(grouped) == commitlog(one_by_one)
+    assert commitlog_bytes(grouped) == commitlog_bytes(one_by_one)
     await grouped.wait_dispatched()
     assert [m.queue_offset for m in grouped.get_messages("T", 0, 0, 10).messages] == \
         [0, 1, 2, 3, 4]

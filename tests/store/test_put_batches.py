@@ -9,9 +9,8 @@ import pytest
 
 from mqcluster.store import PutStatus
 from mqcluster.store.batch import RawBatch
-from mqcluster.store.segment import Segment
 
-from .conftest import SEGMENT, StoreFactory, make_config
+from .conftest import SEGMENT, StoreFactory, commitlog_bytes, count_writes, make_config
 
 HOST = "10.0.0.2:10911"
 
@@ -24,20 +23,8 @@ def batch(n: int, first: int = 0, queue: int = 0, size: int = 100,
                     [0] * n, [first + i for i in range(n)])
 
 
-def commitlog(store) -> bytes:  # type: ignore[no-untyped-def]
-    return store.read_commitlog(0, store.commitlog_max_offset)
 
 
-def count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = Segment.append_parts
-
-    def counted(self: Segment, parts):  # type: ignore[no-untyped-def]
-        calls.append(len(parts))
-        return real(self, parts)
-
-    monkeypatch.setattr(Segment, "append_parts", counted)
-    return calls
 
 
 async def test_batches_of_several_queues_go_in_one_write_with_the_same_bytes(
@@ -54,7 +41,7 @@ async def test_batches_of_several_queues_go_in_one_write_with_the_same_bytes(
     assert [(r.status, r.queue_offset, r.commitlog_offsets) for r in grouped] == \
         [(r.status, r.queue_offset, r.commitlog_offsets) for r in singly]
     assert [r.queue_offset for r in grouped] == [0, 0, 0, 2, 2]
-    assert commitlog(together) == commitlog(one_by_one)
+    assert commitlog_bytes(together) == commitlog_bytes(one_by_one)
     await together.wait_dispatched()
     assert [m.body[:1] for m in together.get_messages("T", 0, 0, 10).messages] == \
         [b"\x00", b"\x01", b"\x06", b"\x07"]

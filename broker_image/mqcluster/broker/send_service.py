@@ -121,9 +121,6 @@ class SendService:
             )
         return queue_id
 
-    async def send(self, req: SendRequest) -> SendOutcome:
-        return (await self.send_many([req]))[0]
-
     async def send_many(self, reqs: Sequence[SendRequest]) -> list[SendOutcome]:
         """Requests that arrived together (a pipelining producer's burst): the batches
         kept in their encoded form are stored with one store write and one wait

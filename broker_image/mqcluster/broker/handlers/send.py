@@ -32,9 +32,6 @@ class SendHandlers:
                      RequestCode.SEND_BATCH_MESSAGE):
             registry.register_batch(code, self.send_many)
 
-    async def send(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        return (await self.send_many([cmd], conn))[0]
-
     async def send_many(self, cmds: list[RemotingCommand],
                         conn: Connection) -> list[RemotingCommand]:
         """The send requests read together from one connection, stored together
