@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 from rocketmq import FilterExpression, Producer, SimpleConsumer
 
+from mqcluster.client import AdminClient
+from mqcluster.client import Message as NativeMessage
+from mqcluster.client import Producer as NativeProducer
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import PROPERTY_UNIQ_KEY
 from tests.broker.grpc.client_util import client_config, new_message
@@ -150,6 +153,45 @@ async def test_sigkill_master_twenty_times(group: ProcessGroup) -> None:
             if w.is_alive():
                 await asyncio.to_thread(w.join, 30)
     await check_consistency(g, history)
+
+
+async def test_pipelined_sends_acknowledged_before_a_sigkill_are_on_every_replica(
+        group: ProcessGroup) -> None:
+    """The native producer's sends, 64 in flight on one connection, are stored in groups
+    (one write, one wait for the whole SyncStateSet); the master is killed mid-burst, and
+    every send it acknowledged must be on every replica once the group is whole again."""
+    g = group
+    m = await g.wait_master()
+    await g.wait_ready()
+    addr = g.brokers[m].addr
+    async with AdminClient(broker_addr=addr) as admin:
+        await admin.create_topic(TOPIC, queue_nums=8)
+    acked: set[bytes] = set()
+    async with NativeProducer(broker_addr=addr, retries=0) as producer:
+        async def worker(w: int) -> None:
+            for n in itertools.count():
+                body = f"p{w}-{n}".encode()
+                try:
+                    await producer.send(NativeMessage(TOPIC, body))
+                except Exception:
+                    return  # the master is gone
+                acked.add(body)
+
+        workers = [asyncio.create_task(worker(w)) for w in range(64)]
+        async with asyncio.timeout(60):
+            while len(acked) < 3000:
+                await asyncio.sleep(0.01)
+        await g.kill(m)
+        async with asyncio.timeout(30):
+            await asyncio.gather(*workers)
+    await g.wait_master(not_index=m)
+    await g.restart(m)
+    await g.wait_sync_state_set(3)
+    await g.stop_brokers()
+    for i in range(3):
+        stored = {msg.body for msg in g.messages(i) if msg.topic == TOPIC}
+        lost = acked - stored
+        assert not lost, f"replica {i} lacks {len(lost)} acknowledged sends: {sorted(lost)[:5]}"
 
 
 async def test_hung_master_steps_down_and_truncates(group: ProcessGroup) -> None:
