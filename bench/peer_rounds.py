@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import statistics
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import bench.ha_bench as ha
 import bench.peers_bench as pb
-from bench import Row, cpu_seconds
+from bench import Row
 from bench.peer_launchers import NatsCluster, ensure_installed
 from bench.peer_table import NAME, ratio
 from mqcluster.client import AdminClient, Message, Producer
@@ -29,6 +27,7 @@ ROUNDS = 1 if pb.QUICK else 3
 BASELINE = "NATS JetStream"
 
 Procs = dict[str, Callable[[], float]]
+StartGroup = Callable[[Path], contextlib.AbstractAsyncContextManager[pb.Group]]
 
 
 @dataclass
@@ -98,53 +97,27 @@ async def nats_contender(root: Path) -> AsyncIterator[Contender]:
 
 
 @contextlib.asynccontextmanager
-async def mqcluster_contender(system: str, group: object, brokers: list[object],
-                              leader: int) -> AsyncIterator[Contender]:
-    addr = brokers[leader].addr  # type: ignore[attr-defined]
-    async with AdminClient(broker_addr=addr) as admin:
-        await admin.create_topic(ha.TOPIC, queue_nums=8)
-    async with Producer(broker_addr=addr, retries=0) as producer:
-        async def send() -> object:
-            return await producer.send(Message(ha.TOPIC, pb.PAYLOAD))
+async def mqcluster_contender(system: str, start: StartGroup,
+                              root: Path) -> AsyncIterator[Contender]:
+    async with start(root) as (_, brokers, leader):
+        addr = brokers[leader].addr  # type: ignore[attr-defined]
+        async with AdminClient(broker_addr=addr) as admin:
+            await admin.create_topic(ha.TOPIC, queue_nums=8)
+        async with Producer(broker_addr=addr, retries=0) as producer:
+            async def send() -> object:
+                return await producer.send(Message(ha.TOPIC, pb.PAYLOAD))
 
-        await pb.sync_latency(send, 50)
-        pids = [b.proc.pid for b in brokers]  # type: ignore[attr-defined]
-        procs: Procs = {("leader" if i == leader else f"replica{i + 1}"):
-                        partial(cpu_seconds, [pid]) for i, pid in enumerate(pids)}
-        procs["client"] = partial(cpu_seconds, [os.getpid()])
-        yield Contender(system, send, procs)
+            await pb.sync_latency(send, 50)
+            yield Contender(system, send, pb.mqcluster_cpu(brokers, leader))
 
 
-@contextlib.asynccontextmanager
-async def controller_contender(root: Path) -> AsyncIterator[Contender]:
-    from tests.ha.cluster import ProcessGroup
-
-    g = ProcessGroup(root / "controller-rounds")
-    try:
-        await g.start()
-        await g.wait_sync_state_set(3)
-        leader = await g.wait_master()
-        await g.wait_ready()
-        async with mqcluster_contender("mqcluster controller", g, list(g.brokers),
-                                       leader) as c:
-            yield c
-    finally:
-        await g.close()
+def controller_contender(root: Path) -> contextlib.AbstractAsyncContextManager[Contender]:
+    return mqcluster_contender("mqcluster controller", pb.controller_group,
+                               root / "controller-rounds")
 
 
-@contextlib.asynccontextmanager
-async def dledger_contender(root: Path) -> AsyncIterator[Contender]:
-    from tests.ha.dledger_cluster import DLedgerProcessGroup
-
-    g = DLedgerProcessGroup(root / "dledger-rounds")
-    try:
-        await g.start()
-        leader = await g.wait_leader()
-        await g.wait_caught_up()
-        async with mqcluster_contender("mqcluster dledger", g, list(g.brokers), leader) as c:
-            yield c
-    finally:
-        await g.close()
+def dledger_contender(root: Path) -> contextlib.AbstractAsyncContextManager[Contender]:
+    return mqcluster_contender("mqcluster dledger", pb.dledger_group, root / "dledger-rounds")
 
 
 async def measure_rounds(root: Path) -> list[Row]:

@@ -22,7 +22,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
@@ -348,12 +348,7 @@ async def measure_mqcluster(system: str, g: ha.FaultTarget, brokers: list[object
             return await producer.send(Message(ha.TOPIC, PAYLOAD))
 
         m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
-        pids = [b.proc.pid for b in brokers]  # type: ignore[attr-defined]
-        order = [leader] + [i for i in range(3) if i != leader]
-        procs: dict[str, Callable[[], float]] = {
-            ("leader" if i == leader else f"replica{i + 1}"): partial(cpu_seconds, [pids[i]])
-            for i in order}
-        procs["client"] = partial(cpu_seconds, [os.getpid()])
+        procs = mqcluster_cpu(brokers, leader)
         m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
     async with Producer(broker_addr=addr, retries=0, auto_batch=True) as batching:
         async def send_auto_batched() -> object:
@@ -387,35 +382,66 @@ async def topic_size(addr: str) -> int:
         return sum([await admin.max_offset(ha.TOPIC, q) for q in range(8)])
 
 
-async def measure_controller(root: Path) -> Measured:
+def mqcluster_cpu(brokers: list[object], leader: int) -> dict[str, Callable[[], float]]:
+    """CPU-time readers of the leader, each other replica and this client."""
+    pids = [b.proc.pid for b in brokers]  # type: ignore[attr-defined]
+    order = [leader] + [i for i in range(len(pids)) if i != leader]
+    procs: dict[str, Callable[[], float]] = {
+        ("leader" if i == leader else f"replica{i + 1}"): partial(cpu_seconds, [pids[i]])
+        for i in order}
+    procs["client"] = partial(cpu_seconds, [os.getpid()])
+    return procs
+
+
+Group = tuple[ha.FaultTarget, list[object], int]
+"""A running mqcluster group, its brokers and the index of its leader."""
+
+
+@contextlib.asynccontextmanager
+async def controller_group(root: Path) -> AsyncIterator[Group]:
+    """A controller-mode group of 3, its SyncStateSet whole and its master ready."""
     from tests.ha.cluster import ProcessGroup
 
-    g = ProcessGroup(root / "controller")
+    g = ProcessGroup(root)
     try:
         await g.start()
         await g.wait_sync_state_set(3)
         leader = await g.wait_master()
         await g.wait_ready()
-        return await measure_mqcluster("mqcluster controller", g, list(g.brokers), leader)
-    except Exception as e:
-        return Measured("mqcluster controller", error=f"{type(e).__name__}: {e}"[:300])
+        yield g, list(g.brokers), leader
     finally:
         await g.close()
 
 
-async def measure_dledger(root: Path) -> Measured:
+@contextlib.asynccontextmanager
+async def dledger_group(root: Path) -> AsyncIterator[Group]:
+    """A DLedger group of 3 with a leader and every follower caught up."""
     from tests.ha.dledger_cluster import DLedgerProcessGroup
 
-    g = DLedgerProcessGroup(root / "dledger")
+    g = DLedgerProcessGroup(root)
     try:
         await g.start()
         leader = await g.wait_leader()
         await g.wait_caught_up()
-        return await measure_mqcluster("mqcluster dledger", g, list(g.brokers), leader)
-    except Exception as e:
-        return Measured("mqcluster dledger", error=f"{type(e).__name__}: {e}"[:300])
+        yield g, list(g.brokers), leader
     finally:
         await g.close()
+
+
+async def measure_controller(root: Path) -> Measured:
+    try:
+        async with controller_group(root / "controller") as (g, brokers, leader):
+            return await measure_mqcluster("mqcluster controller", g, brokers, leader)
+    except Exception as e:
+        return Measured("mqcluster controller", error=f"{type(e).__name__}: {e}"[:300])
+
+
+async def measure_dledger(root: Path) -> Measured:
+    try:
+        async with dledger_group(root / "dledger") as (g, brokers, leader):
+            return await measure_mqcluster("mqcluster dledger", g, brokers, leader)
+    except Exception as e:
+        return Measured("mqcluster dledger", error=f"{type(e).__name__}: {e}"[:300])
 
 
 async def _run(root: Path) -> list[Row]:

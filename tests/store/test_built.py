@@ -37,8 +37,6 @@ def built_for(store: MessageStore, b: RawBatch, start: int | None = None,
     return build(enc, start, first_queue_offset, 77)
 
 
-
-
 @pytest.mark.parametrize(("end", "total", "expected"), [
     (0, 100, 0),
     (1000, 100, 1000),
@@ -151,8 +149,6 @@ def group_for(store: MessageStore, batches: list[RawBatch]) -> list[BuiltBatch]:
         next_offsets[key] = first + len(enc.sizes)
         end = start + sum(enc.sizes)
     return out
-
-
 
 
 async def test_a_group_of_built_batches_is_written_at_once(

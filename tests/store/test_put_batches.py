@@ -23,10 +23,6 @@ def batch(n: int, first: int = 0, queue: int = 0, size: int = 100,
                     [0] * n, [first + i for i in range(n)])
 
 
-
-
-
-
 async def test_batches_of_several_queues_go_in_one_write_with_the_same_bytes(
         store_factory: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     one_by_one = store_factory(tmp_path / "one-by-one")

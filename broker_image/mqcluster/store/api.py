@@ -227,18 +227,20 @@ class MessageStore:
                 log.exception("store maintenance job failed")
 
     # writes
+    def _write_refusal(self) -> tuple[PutStatus, str] | None:
+        """Why no write may be taken now (stopped, disk full, replication says no), or None."""
+        if not self._running or self._flusher is None:
+            return PutStatus.SERVICE_NOT_AVAILABLE, "store not running"
+        if self._retention.disk_full:
+            return PutStatus.SERVICE_NOT_AVAILABLE, "disk full"
+        return self.write_gate.refuse_write() if self.write_gate is not None else None
+
     async def put_message(self, rec: MessageRecord) -> PutResult:
         return (await self.put_messages([rec]))[0]
 
     async def put_messages(self, recs: Sequence[MessageRecord]) -> list[PutResult]:
         """One batch: consecutive commitlog positions and queue offsets, one flush wait."""
-        if not self._running or self._flusher is None:
-            return [PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store not running")
-                    for _ in recs]
-        if self._retention.disk_full:
-            return [PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full")
-                    for _ in recs]
-        refusal = self.write_gate.refuse_write() if self.write_gate is not None else None
+        refusal = self._write_refusal()
         if refusal is not None:
             return [PutResult(refusal[0], remark=refusal[1]) for _ in recs]
         if self.writer is not None:
@@ -290,11 +292,7 @@ class MessageStore:
 
     async def put_batch(self, batch: RawBatch) -> BatchPutResult:
         """One queue's batch (all or nothing): consecutive offsets, one write, one flush wait."""
-        if not self._running or self._flusher is None:
-            return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store not running")
-        if self._retention.disk_full:
-            return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full")
-        refusal = self.write_gate.refuse_write() if self.write_gate is not None else None
+        refusal = self._write_refusal()
         if refusal is not None:
             return BatchPutResult(refusal[0], remark=refusal[1])
         if self.writer is not None:
@@ -312,13 +310,7 @@ class MessageStore:
         them all; with a replicated writer each goes as ``put_batch``."""
         if len(batches) == 1:
             return [await self.put_batch(batches[0])]
-        refusal: tuple[PutStatus, str] | None = None
-        if not self._running or self._flusher is None:
-            refusal = (PutStatus.SERVICE_NOT_AVAILABLE, "store not running")
-        elif self._retention.disk_full:
-            refusal = (PutStatus.SERVICE_NOT_AVAILABLE, "disk full")
-        elif self.write_gate is not None:
-            refusal = self.write_gate.refuse_write()
+        refusal = self._write_refusal()
         if refusal is not None:
             return [BatchPutResult(refusal[0], remark=refusal[1]) for _ in batches]
         if self.writer is not None:
