@@ -50,14 +50,20 @@ def test_decoder_reassembles_frames_split_at_any_point(items, chunk) -> None:
 
 @given(st.integers(0, 2**31), st.integers(0, 2**31), st.integers(0, 3),
        st.none() | st.text(), st.dictionaries(st.text(), st.text()))
-def test_header_is_the_json_a_general_encoder_writes(code, opaque, flag, remark, ext) -> None:
+def test_header_is_compact_utf8_json(code, opaque, flag, remark, ext) -> None:
     cmd = RemotingCommand(code=code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext)
     want = {"code": code, "opaque": opaque, "flag": flag, "language": "PYTHON", "version": 0}
     if remark is not None:
         want["remark"] = remark
     if ext:
         want["extFields"] = ext
-    assert encode_header(cmd) == json.dumps(want, separators=(",", ":")).encode()
+    assert encode_header(cmd) == json.dumps(
+        want, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def test_a_lone_surrogate_from_a_peer_is_escaped_not_fatal() -> None:
+    cmd = RemotingCommand(code=1, remark="bad topic \ud800")
+    assert json.loads(encode_header(cmd))["remark"] == "bad topic \ud800"
 
 
 def test_oversized_frame_is_rejected_before_it_is_buffered() -> None:
@@ -82,14 +88,15 @@ def test_a_header_with_whitespace_around_it_decodes() -> None:
 
 
 @pytest.mark.parametrize(
-    "header", [b'{"code": 1} x', b'{"code": 1', b"", b"[1]", b'{"code": true}'])
+    "header", [b'{"code": 1} x', b'{"code": 1', b"", b"[1]", b'{"code": true}',
+               b'{"remark": "\xff"}', b'{"remark": "\\ud800"}', b'{"extFields": ["a"]}'])
 def test_a_header_that_is_not_one_json_object_is_rejected(header: bytes) -> None:
     with pytest.raises(FrameError):
         FrameDecoder().feed(frame_with_header(header))
 
 
 def test_non_integer_code_is_rejected() -> None:
-    with pytest.raises(FrameError, match="'code' must be an integer"):
+    with pytest.raises(FrameError, match=r"header is malformed: Expected `int`.*\$\.code"):
         FrameDecoder().feed(frame_with_header(json.dumps({"code": "x"}).encode()))
 
 

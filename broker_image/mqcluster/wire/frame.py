@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from json.encoder import encode_basestring_ascii as _quote
-from json.scanner import make_scanner
 from typing import Any
+
+import msgspec
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 
@@ -103,56 +102,43 @@ def encode_frame_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:
-    """The JSON header, byte for byte what ``json.dumps(..., separators=(",", ":"))``
-    writes for it, built directly: every frame has one, and the general encoder costs
-    several times more per call than the few strings it escapes here."""
-    parts = [f'{{"code":{int(cmd.code)},"opaque":{int(cmd.opaque)},"flag":{int(cmd.flag)},'
-             '"language":"PYTHON","version":0']
+    """The JSON header in UTF-8, as RocketMQ's Java remoting writes it (fastjson, UTF-8):
+    every frame has one, and msgspec writes it several times faster than ``json``."""
+    header: dict[str, Any] = {"code": int(cmd.code), "opaque": int(cmd.opaque),
+                              "flag": int(cmd.flag), "language": "PYTHON", "version": 0}
     if cmd.remark is not None:
-        parts.append(',"remark":' + _quote(cmd.remark))
+        header["remark"] = cmd.remark
     if cmd.ext_fields:
-        parts.append(',"extFields":{'
-                     + ",".join([_quote(k) + ":" + _quote(v) for k, v in cmd.ext_fields.items()])
-                     + "}")
-    parts.append("}")
-    return "".join(parts).encode("ascii")
-
-
-# (typeshed types make_scanner's argument as the scanner class itself)
-_SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(
-    json.JSONDecoder())  # type: ignore[arg-type]
-
-
-def _decode_header(raw: bytes | memoryview) -> dict[str, Any]:
+        header["extFields"] = cmd.ext_fields
     try:
-        text = str(raw, "utf-8")
-        # The scanner alone: about half of what ``json.loads`` costs on a header.
-        # Anything it does not take whole (whitespace around the object) goes through
-        # ``json.loads``, which also words the error.
-        try:
-            header, end = _SCAN(text, 0)
-        except StopIteration:
-            end = -1
-        if end != len(text):
-            header = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FrameError(f"header is not valid JSON: {exc}") from exc
-    if not isinstance(header, dict):
-        raise FrameError("header is not a JSON object")
-    for key in ("code", "opaque", "flag"):
-        value = header.get(key, 0)
-        if type(value) is not int:  # (bool is a subclass of int: not accepted)
-            raise FrameError(f"header field {key!r} must be an integer, got {value!r}")
-    ext = header.get("extFields") or {}
-    if not isinstance(ext, dict):
-        raise FrameError("header field 'extFields' must map strings to strings")
-    for value in ext.values():  # (JSON object keys are always strings)
-        if type(value) is not str:
-            raise FrameError("header field 'extFields' must map strings to strings")
-    remark = header.get("remark")
-    if remark is not None and not isinstance(remark, str):
-        raise FrameError("header field 'remark' must be a string")
-    return header
+        return _ENCODE(header)
+    except (UnicodeEncodeError, TypeError):
+        # A lone surrogate (from a peer's JSON escape) has no UTF-8 form; the general
+        # encoder escapes it, and names a value that is not a string.
+        return json.dumps(header, separators=(",", ":")).encode("ascii")
+
+
+class _WireHeader(msgspec.Struct):
+    """The header fields a frame's reader uses; others (language, version, ...) are ignored."""
+
+    code: int = 0
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    extFields: dict[str, str] | None = None
+
+
+_ENCODE = msgspec.json.Encoder().encode
+_DECODE = msgspec.json.Decoder(_WireHeader).decode
+
+
+def _decode_header(raw: bytes | memoryview) -> _WireHeader:
+    try:
+        return _DECODE(raw)
+    except msgspec.ValidationError as exc:  # (a DecodeError subclass: caught first)
+        raise FrameError(f"header is malformed: {exc}") from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise FrameError(f"header is not valid JSON: {exc}") from None
 
 
 class FrameDecoder:
@@ -189,12 +175,11 @@ class FrameDecoder:
                         raise FrameError(f"unsupported serialize type {serialize_type}")
                     if hlen > total - 4:
                         raise FrameError(f"header length {hlen} exceeds frame length {total}")
-                    header = _decode_header(view[pos + 8 : pos + 8 + hlen])
+                    h = _decode_header(view[pos + 8 : pos + 8 + hlen])
                     body = bytes(view[pos + 8 + hlen : pos + 4 + total])
                     pos += 4 + total
-                    get = header.get
-                    out.append(RemotingCommand(get("code", 0), get("opaque", 0), get("flag", 0),
-                                               get("remark"), get("extFields") or {}, body))
+                    out.append(RemotingCommand(h.code, h.opaque, h.flag, h.remark,
+                                               h.extFields or {}, body))
         finally:
             del buf[:pos]  # (the frames decoded before an error are gone with it)
         return out
