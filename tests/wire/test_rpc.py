@@ -17,8 +17,13 @@ async def echo_server():
     async def fail(cmd: RemotingCommand, conn) -> RemotingCommand:
         raise ValueError("bad field")
 
+    async def hang(cmd: RemotingCommand, conn) -> RemotingCommand:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
     registry.register(1, echo)
     registry.register(2, fail)
+    registry.register(3, hang)
     server = RpcServer("127.0.0.1", 0, registry, max_frame_size=4096)
     await server.start()
     yield server
@@ -33,6 +38,18 @@ async def test_request_response(echo_server) -> None:
         )
         assert resp.code == ResponseCode.SUCCESS
         assert resp.ext_fields == {"k": "v"} and resp.body == b"hi"
+    finally:
+        await client.close()
+
+
+async def test_an_unanswered_request_times_out_and_the_connection_goes_on(echo_server) -> None:
+    client = RpcClient()
+    addr = f"127.0.0.1:{echo_server.port}"
+    try:
+        with pytest.raises(RpcError, match="timed out"):
+            await client.invoke(addr, RemotingCommand.request(3), timeout=0.2)
+        resp = await client.invoke(addr, RemotingCommand.request(1, body=b"after"))
+        assert resp.body == b"after"
     finally:
         await client.close()
 

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from mqcluster.wire.coalesce import CoalescingWriter
+from mqcluster.wire.deadlines import Deadlines
 from mqcluster.wire.frame import (
     DEFAULT_MAX_FRAME_SIZE,
     FLAG_ONEWAY,
@@ -148,6 +149,7 @@ class Connection:
         self.registry = registry or HandlerRegistry()
         self.decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._deadlines = Deadlines()
         self._opaque = itertools.count(1)
         # Requests being served, and the read loop's wait for room below the limit: a
         # plain count (a Semaphore's acquire scans its waiters on every request).
@@ -264,6 +266,7 @@ class Connection:
             if not fut.done():
                 fut.set_exception(RpcError(f"connection to {self.peer} closed"))
         self._pending.clear()
+        self._deadlines.close()
         with contextlib.suppress(Exception):
             self.writer.close()
         for cb in self.registry.on_connection_closed:
@@ -273,22 +276,18 @@ class Connection:
         if self.closed:
             raise RpcError(f"connection to {self.peer} closed")
         cmd.opaque = next(self._opaque)
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[cmd.opaque] = fut
-        # A timer instead of asyncio.wait_for: the answer reaches the caller one
-        # turn of the loop sooner, with fewer callbacks per request.
-        expiry = loop.call_later(timeout, _expire, fut)
+        self._deadlines.add(fut, timeout)
         try:
             self.writer.write(encode_frame(cmd))
             await self.writer.drain()
             return await fut
+        except TimeoutError as exc:  # (an OSError: caught first)
+            raise RpcError(f"request code {cmd.code} to {self.peer} timed out") from exc
         except (ConnectionError, OSError) as exc:
             raise RpcError(f"send to {self.peer} failed: {exc}") from exc
-        except TimeoutError as exc:
-            raise RpcError(f"request code {cmd.code} to {self.peer} timed out") from exc
         finally:
-            expiry.cancel()
             self._pending.pop(cmd.opaque, None)
 
     async def send_oneway(self, cmd: RemotingCommand) -> None:
@@ -317,11 +316,6 @@ class Connection:
         self._shutdown()
         for task in list(self._tasks):
             task.cancel()
-
-
-def _expire(fut: asyncio.Future[RemotingCommand]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())
 
 
 class RpcServer:
