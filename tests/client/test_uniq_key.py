@@ -25,3 +25,12 @@ def test_generators_have_different_prefixes() -> None:
     a = UniqKeyGenerator(rng=random.Random(3), pid=7).next_key()
     b = UniqKeyGenerator(rng=random.Random(4), pid=7).next_key()
     assert a[:20] != b[:20]
+
+
+def test_one_key_at_a_time_continues_the_same_sequence() -> None:
+    def gen() -> UniqKeyGenerator:
+        return UniqKeyGenerator(rng=random.Random(5), pid=9, clock=lambda: 1000.0)
+
+    one_by_one, listed = gen(), gen()
+    keys = [one_by_one.next_key(), *one_by_one.next_keys(2), one_by_one.next_key()]
+    assert keys == listed.next_keys(4)

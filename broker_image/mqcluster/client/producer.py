@@ -121,6 +121,11 @@ class Producer:
         return await self._send(msgs[0].topic, list(msgs), queue, batch=True)
 
     def _assign_keys(self, msgs: Sequence[Message]) -> None:
+        if len(msgs) == 1:
+            props = msgs[0].properties
+            if PROPERTY_UNIQ_KEY not in props:
+                props[PROPERTY_UNIQ_KEY] = self._keys.next_key()
+            return
         missing = [m for m in msgs if PROPERTY_UNIQ_KEY not in m.properties]
         if missing:
             for m, key in zip(missing, self._keys.next_keys(len(missing)), strict=True):
@@ -143,7 +148,8 @@ class Producer:
         avoid: str | None = None
         last: Exception | None = None
         for attempt in range(self.retries + 1):
-            route = await self.routes.route(topic, for_write=True)
+            route = (self.routes.cached(topic)
+                     or await self.routes.route(topic, for_write=True))
             target = queue or self._next_queue(route, avoid)
             addr = route.addr_of(target)
             born = int(time.time() * 1000)

@@ -86,10 +86,17 @@ class RouteResolver:
     def invalidate(self, topic: str) -> None:
         self._cache.pop(topic, None)
 
-    async def route(self, topic: str, *, for_write: bool = False) -> TopicRoute:
+    def cached(self, topic: str) -> TopicRoute | None:
+        """The route still fresh in the cache, without a wait (the per-send hot path)."""
         cached = self._cache.get(topic)
         if cached is not None and self.clock() - cached[0] < self.ttl:
             return cached[1]
+        return None
+
+    async def route(self, topic: str, *, for_write: bool = False) -> TopicRoute:
+        cached = self.cached(topic)
+        if cached is not None:
+            return cached
         route = await self._fetch(topic, for_write)
         if route.read_queues or route.write_queues:
             self._cache[topic] = (self.clock(), route)

@@ -38,4 +38,8 @@ class UniqKeyGenerator:
         return [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(n)]
 
     def next_key(self) -> str:
-        return self.next_keys(1)[0]
+        """One new key (``next_keys(1)`` without the list: a key per send is the common case)."""
+        elapsed = (int(self._clock() * 1000) - self._start_ms) & 0xFFFFFFFF
+        first = self._counter
+        self._counter = (first + 1) & 0xFFFF
+        return f"{self._prefix}{elapsed:08X}{first:04X}"

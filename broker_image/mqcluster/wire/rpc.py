@@ -412,7 +412,9 @@ class RpcClient:
     async def invoke(
         self, addr: str, cmd: RemotingCommand, timeout: float = 3.0
     ) -> RemotingCommand:
-        conn = await self.connection(addr)
+        conn = self._conns.get(addr)
+        if conn is None or conn.closed:
+            conn = await self.connection(addr)
         return await conn.invoke(cmd, timeout)
 
     async def send_oneway(self, addr: str, cmd: RemotingCommand) -> None:
