@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import msgspec
+
 from mqcluster.broker.protocol import SendMessageRequestHeader, v1_to_v2
 from mqcluster.client.send_header import send_header_v1, send_header_v2
 
@@ -12,5 +14,5 @@ def test_client_headers_match_the_models() -> None:
     assert send_header_v2("g", "T", 2, 9, 4, flag=1, properties="p") == v1_to_v2(
         model.to_ext()
     )
-    model = model.model_copy(update={"batch": True, "flag": 0, "properties": ""})
+    model = msgspec.structs.replace(model, batch=True, flag=0, properties="")
     assert send_header_v1("g", "T", 2, 9, 4, batch=True) == model.to_ext()

@@ -9,7 +9,9 @@ HeaderError naming it, answered with INVALID_REQUEST). Topic admin headers
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Annotated
 
+import msgspec
 from pydantic import Field
 
 from mqcluster.namesrv.protocol import Model
@@ -29,6 +31,13 @@ __all__ = [
     "UpdateConsumerOffsetRequestHeader",
     "v2_to_v1",
 ]
+
+
+# Header field constraints, checked by ``from_ext``.
+NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
+NonEmptyStr127 = Annotated[str, msgspec.Meta(min_length=1, max_length=127)]
+NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class RequestCode(IntEnum):
@@ -72,7 +81,7 @@ class BrokerResponseCode(IntEnum):
 
 class SendMessageRequestHeader(Header):
     producerGroup: str = "DEFAULT_PRODUCER"
-    topic: str = Field(min_length=1, max_length=127)
+    topic: NonEmptyStr127
     defaultTopic: str = "TBW102"
     defaultTopicQueueNums: int = 4
     queueId: int = -1
@@ -126,14 +135,14 @@ class SendMessageResponseHeader(Header):
 
 
 class PullMessageRequestHeader(Header):
-    consumerGroup: str = Field(min_length=1)
-    topic: str = Field(min_length=1)
-    queueId: int = Field(ge=0)
-    queueOffset: int = Field(ge=0)
-    maxMsgNums: int = Field(32, ge=1)
+    consumerGroup: NonEmptyStr
+    topic: NonEmptyStr
+    queueId: NonNegInt
+    queueOffset: NonNegInt
+    maxMsgNums: PositiveInt = 32
     sysFlag: int = 0
     commitOffset: int = 0
-    suspendTimeoutMillis: int = Field(0, ge=0)
+    suspendTimeoutMillis: NonNegInt = 0
     subscription: str = "*"
     subVersion: int = 0
     expressionType: str = "TAG"
@@ -147,29 +156,29 @@ class PullMessageResponseHeader(Header):
 
 
 class QueryConsumerOffsetRequestHeader(Header):
-    consumerGroup: str = Field(min_length=1)
-    topic: str = Field(min_length=1)
-    queueId: int = Field(ge=0)
+    consumerGroup: NonEmptyStr
+    topic: NonEmptyStr
+    queueId: NonNegInt
     setZeroIfNotFound: bool = False
 
 
 class UpdateConsumerOffsetRequestHeader(Header):
-    consumerGroup: str = Field(min_length=1)
-    topic: str = Field(min_length=1)
-    queueId: int = Field(ge=0)
-    commitOffset: int = Field(ge=0)
+    consumerGroup: NonEmptyStr
+    topic: NonEmptyStr
+    queueId: NonNegInt
+    commitOffset: NonNegInt
 
 
 class GetMaxOffsetRequestHeader(Header):
     """Header of GET_MAX_OFFSET and GET_MIN_OFFSET."""
 
-    topic: str = Field(min_length=1)
-    queueId: int = Field(ge=0)
+    topic: NonEmptyStr
+    queueId: NonNegInt
 
 
 class SearchOffsetRequestHeader(Header):
-    topic: str = Field(min_length=1)
-    queueId: int = Field(ge=0)
+    topic: NonEmptyStr
+    queueId: NonNegInt
     timestamp: int
 
 
@@ -193,4 +202,4 @@ class SubscriptionGroupConfig(Model):
 
 
 class DeleteSubscriptionGroupRequestHeader(Header):
-    groupName: str = Field(min_length=1)
+    groupName: NonEmptyStr

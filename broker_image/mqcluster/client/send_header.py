@@ -1,4 +1,4 @@
-"""Headers of the send requests, built without pydantic, and their response.
+"""Headers of the send requests, built by hand, and their response.
 
 The fields and spellings are exactly what ``SendMessageRequestHeader(...).to_ext()``
 gives (V1 names) or ``v1_to_v2`` of it (SEND_MESSAGE_V2's one-letter names); building

@@ -20,6 +20,7 @@ from mqcluster.common.config import build_config
 from mqcluster.namesrv.protocol import BrokerHeartbeatHeader, RequestCode
 from mqcluster.namesrv.route_info import RouteInfoManager
 from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.header import HeaderError
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 
 if TYPE_CHECKING:
@@ -89,8 +90,8 @@ def build_embedded_controller(
 
     async def heartbeat(cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         try:
-            h = BrokerHeartbeatHeader.model_validate(cmd.ext_fields)
-        except ValueError:
+            h = BrokerHeartbeatHeader.from_command(cmd)
+        except HeaderError:
             pass
         else:
             routes.broker_heartbeat(h.clusterName, h.brokerAddr)

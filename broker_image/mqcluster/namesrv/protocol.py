@@ -50,7 +50,8 @@ class NamesrvResponseCode(IntEnum):
 
 
 class Model(BaseModel):
-    """Base of headers and bodies: RocketMQ field names, unknown fields ignored."""
+    """Base of the JSON bodies and the values built from them: RocketMQ field names,
+    unknown fields ignored. (Headers are :class:`mqcluster.wire.header.Header` structs.)"""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
