@@ -27,7 +27,6 @@ ROUNDS = 1 if pb.QUICK else 3
 BASELINE = "NATS JetStream"
 
 Procs = dict[str, Callable[[], float]]
-StartGroup = Callable[[Path], contextlib.AbstractAsyncContextManager[pb.Group]]
 
 
 @dataclass
@@ -97,7 +96,7 @@ async def nats_contender(root: Path) -> AsyncIterator[Contender]:
 
 
 @contextlib.asynccontextmanager
-async def mqcluster_contender(system: str, start: StartGroup,
+async def mqcluster_contender(system: str, start: pb.StartGroup,
                               root: Path) -> AsyncIterator[Contender]:
     async with start(root) as (_, brokers, leader):
         addr = brokers[leader].addr  # type: ignore[attr-defined]

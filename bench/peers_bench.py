@@ -395,6 +395,7 @@ def mqcluster_cpu(brokers: list[object], leader: int) -> dict[str, Callable[[], 
 
 Group = tuple[ha.FaultTarget, list[object], int]
 """A running mqcluster group, its brokers and the index of its leader."""
+StartGroup = Callable[[Path], contextlib.AbstractAsyncContextManager[Group]]
 
 
 @contextlib.asynccontextmanager
@@ -428,20 +429,20 @@ async def dledger_group(root: Path) -> AsyncIterator[Group]:
         await g.close()
 
 
-async def measure_controller(root: Path) -> Measured:
+async def measure_group(system: str, start: StartGroup, root: Path) -> Measured:
     try:
-        async with controller_group(root / "controller") as (g, brokers, leader):
-            return await measure_mqcluster("mqcluster controller", g, brokers, leader)
+        async with start(root) as (g, brokers, leader):
+            return await measure_mqcluster(system, g, brokers, leader)
     except Exception as e:
-        return Measured("mqcluster controller", error=f"{type(e).__name__}: {e}"[:300])
+        return Measured(system, error=f"{type(e).__name__}: {e}"[:300])
+
+
+async def measure_controller(root: Path) -> Measured:
+    return await measure_group("mqcluster controller", controller_group, root / "controller")
 
 
 async def measure_dledger(root: Path) -> Measured:
-    try:
-        async with dledger_group(root / "dledger") as (g, brokers, leader):
-            return await measure_mqcluster("mqcluster dledger", g, brokers, leader)
-    except Exception as e:
-        return Measured("mqcluster dledger", error=f"{type(e).__name__}: {e}"[:300])
+    return await measure_group("mqcluster dledger", dledger_group, root / "dledger")
 
 
 async def _run(root: Path) -> list[Row]:

@@ -31,15 +31,18 @@ class UniqKeyGenerator:
 
     def next_keys(self, n: int) -> list[str]:
         """``n`` new keys (one clock reading for all of them)."""
-        elapsed = (int(self._clock() * 1000) - self._start_ms) & 0xFFFFFFFF
-        head = f"{self._prefix}{elapsed:08X}"
+        head = self._head()
         first = self._counter
         self._counter = (first + n) & 0xFFFF
         return [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(n)]
 
     def next_key(self) -> str:
         """One new key (``next_keys(1)`` without the list: a key per send is the common case)."""
-        elapsed = (int(self._clock() * 1000) - self._start_ms) & 0xFFFFFFFF
         first = self._counter
         self._counter = (first + 1) & 0xFFFF
-        return f"{self._prefix}{elapsed:08X}{first:04X}"
+        return f"{self._head()}{first:04X}"
+
+    def _head(self) -> str:
+        """The prefix and the milliseconds since the generator started."""
+        elapsed = (int(self._clock() * 1000) - self._start_ms) & 0xFFFFFFFF
+        return f"{self._prefix}{elapsed:08X}"

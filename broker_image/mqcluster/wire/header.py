@@ -101,27 +101,19 @@ class _Field(typing.NamedTuple):
     """The type admits ``str``: an empty value is a value, not an absent field."""
 
 
-_FIELDS: dict[type[Header], tuple[_Field, ...]] = {}
-_NON_STR: dict[type[Header], frozenset[str]] = {}
-
-
+@functools.cache
 def _fields(cls: type[Header]) -> tuple[_Field, ...]:
-    """The fields of ``cls`` as decoding needs them (cached per class)."""
-    cached = _FIELDS.get(cls)
-    if cached is None:
-        cached = _FIELDS[cls] = tuple(
-            _Field(f.encode_name, f.required, _without_none(f.type), str in _members(f.type))
-            for f in msgspec.structs.fields(cls)
-        )
-    return cached
+    """The fields of ``cls`` as decoding needs them."""
+    return tuple(
+        _Field(f.encode_name, f.required, _without_none(f.type), str in _members(f.type))
+        for f in msgspec.structs.fields(cls)
+    )
 
 
+@functools.cache
 def _non_str(cls: type[Header]) -> frozenset[str]:
-    """Wire names of the fields whose type does not admit ``str`` (cached per class)."""
-    cached = _NON_STR.get(cls)
-    if cached is None:
-        cached = _NON_STR[cls] = frozenset(f.wire for f in _fields(cls) if not f.is_str)
-    return cached
+    """Wire names of the fields whose type does not admit ``str``."""
+    return frozenset(f.wire for f in _fields(cls) if not f.is_str)
 
 
 def _members(tp: Any) -> tuple[Any, ...]:

@@ -389,14 +389,18 @@ class RpcClient:
         self._conns: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def connection(self, addr: str) -> Connection:
+    def _open_connection(self, addr: str) -> Connection | None:
         conn = self._conns.get(addr)
-        if conn is not None and not conn.closed:
+        return conn if conn is not None and not conn.closed else None
+
+    async def connection(self, addr: str) -> Connection:
+        conn = self._open_connection(addr)
+        if conn is not None:
             return conn
         lock = self._locks.setdefault(addr, asyncio.Lock())
         async with lock:
-            conn = self._conns.get(addr)
-            if conn is not None and not conn.closed:
+            conn = self._open_connection(addr)
+            if conn is not None:
                 return conn
             host, port = split_addr(addr)
             try:
@@ -412,9 +416,8 @@ class RpcClient:
     async def invoke(
         self, addr: str, cmd: RemotingCommand, timeout: float = 3.0
     ) -> RemotingCommand:
-        conn = self._conns.get(addr)
-        if conn is None or conn.closed:
-            conn = await self.connection(addr)
+        # An open connection is taken without the coroutine of ``connection``.
+        conn = self._open_connection(addr) or await self.connection(addr)
         return await conn.invoke(cmd, timeout)
 
     async def send_oneway(self, addr: str, cmd: RemotingCommand) -> None:
