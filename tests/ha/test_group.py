@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import struct
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import pytest
 from mqcluster.admin.commands import fetch_epoch_caches, get_sync_state_set
 from mqcluster.admin.ops import clean_broker_metadata
 from mqcluster.broker.replicas_manager import ReplicasManager
+from mqcluster.ha import master as master_module
 from mqcluster.ha.protocol import HAProtocolError, MasterHandshake, Transfer
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import MessageRecord, PutStatus
@@ -55,6 +57,31 @@ async def test_writes_replicate_to_every_member(group3: GroupHarness) -> None:
         await g.wait_for(lambda i=i: g.broker(i).context.store.commitlog_max_offset == end)
     data = commitlog_bytes(g, m, end)
     assert all(commitlog_bytes(g, i, end) == data for i in range(3))
+
+
+async def test_large_frames_by_sendfile_and_small_ones_replicate_alike(
+        group3: GroupHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent_by_sendfile: list[int] = []
+    real_sendfile = os.sendfile
+
+    def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        sent_by_sendfile.append(count)
+        return real_sendfile(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(master_module, "SENDFILE_MIN", 2000)  # within maxMessageSize
+    monkeypatch.setattr(master_module.os, "sendfile", sendfile)
+    g = group3
+    m = await g.wait_master()
+    await g.wait_for(lambda: len(g.broker(m).replicas.master.view.members) == 3)  # type: ignore
+    bodies = [bytes([65 + i]) * size for i, size in enumerate([10, 5000, 300, 2100, 20])]
+    results = [await g.put(m, body) for body in bodies]  # one by one: a frame each
+    assert all(r.status is PutStatus.PUT_OK for r in results)
+    end = g.broker(m).context.store.commitlog_max_offset
+    for i in range(3):
+        await g.wait_for(lambda i=i: g.broker(i).context.store.commitlog_max_offset == end)
+    data = commitlog_bytes(g, m, end)
+    assert all(commitlog_bytes(g, i, end) == data for i in range(3))
+    assert sent_by_sendfile and min(sent_by_sendfile) >= 2000  # only the large frames
 
 
 async def test_sync_flush_acks_only_what_every_member_has_fsynced(tmp_path: Path) -> None:

@@ -88,3 +88,29 @@ async def test_a_store_that_is_not_running_refuses_every_batch(tmp_path: Path) -
     store = MessageStore(make_config(tmp_path))
     results = await store.put_batches([batch(1), batch(1, first=1)])
     assert [r.status for r in results] == [PutStatus.SERVICE_NOT_AVAILABLE] * 2
+
+
+async def test_a_burst_is_dispatched_as_one_run_per_queue_without_reading_it_back(
+        store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mqcluster.store.dispatcher import Dispatcher
+
+    store = store_factory()
+    await store.start()
+    await store.wait_dispatched()
+
+    def no_scan(*args: object) -> None:
+        raise AssertionError("the burst was read back from the commitlog")
+
+    monkeypatch.setattr(Dispatcher, "_scan", no_scan)
+    batches = [batch(1 + k % 2, first=10 * k, queue=k % 3) for k in range(7)]
+    results = store.append_raw_batches(batches, 77, HOST)
+    assert [r.queue_offset for r in results] == [0, 0, 0, 1, 2, 1, 3]
+    (remembered,) = store._commitlog.recent
+    assert [(run.queue_id, run.first, len(run.offsets)) for run in remembered.runs] == \
+        [(0, 0, 4), (1, 0, 3), (2, 0, 3)]
+    await store.wait_dispatched()
+    for queue in range(3):
+        got = store.get_messages("T", queue, 0, 10).messages
+        expected = [(r.queue_offset + i, off) for b, r in zip(batches, results, strict=True)
+                    if b.queue_id == queue for i, off in enumerate(r.commitlog_offsets)]
+        assert [(m.queue_offset, m.commitlog_offset) for m in got] == expected

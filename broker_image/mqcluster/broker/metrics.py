@@ -90,15 +90,24 @@ class BrokerMetrics:
         )
 
     def record_put(self, topic: str, count: int, nbytes: int, seconds: float) -> None:
-        children = self._put_children.get(topic)
-        if children is None:
-            children = self._put_children[topic] = (
-                self.messages_in.labels(**self.labels, topic=topic),
-                self.bytes_in.labels(**self.labels, topic=topic),
-            )
-        children[0].inc(count)
-        children[1].inc(nbytes)
-        self._put_latency.observe(seconds)
+        self.record_puts({topic: (count, nbytes)}, 1, seconds)
+
+    def record_puts(self, stored: dict[str, tuple[int, int]], requests: int,
+                    seconds: float) -> None:
+        """``record_put`` for requests stored together in ``seconds``: ``stored`` maps
+        each topic to its (messages, bytes); each request is one latency sample."""
+        for topic, (count, nbytes) in stored.items():
+            children = self._put_children.get(topic)
+            if children is None:
+                children = self._put_children[topic] = (
+                    self.messages_in.labels(**self.labels, topic=topic),
+                    self.bytes_in.labels(**self.labels, topic=topic),
+                )
+            children[0].inc(count)
+            children[1].inc(nbytes)
+        observe = self._put_latency.observe
+        for _ in range(requests):
+            observe(seconds)
 
     def record_put_error(self, status: str) -> None:
         self.put_errors.labels(**self.labels, status=status).inc()

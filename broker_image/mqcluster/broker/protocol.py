@@ -15,7 +15,7 @@ import msgspec
 from pydantic import Field
 
 from mqcluster.namesrv.protocol import Model
-from mqcluster.wire.header import Header
+from mqcluster.wire.header import Header, renamed
 
 __all__ = [
     "BrokerResponseCode",
@@ -26,10 +26,10 @@ __all__ = [
     "RequestCode",
     "SearchOffsetRequestHeader",
     "SendMessageRequestHeader",
+    "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
     "SubscriptionGroupConfig",
     "UpdateConsumerOffsetRequestHeader",
-    "v2_to_v1",
 ]
 
 
@@ -115,9 +115,9 @@ _V2_NAMES = {
 _V1_NAMES = {v: k for k, v in _V2_NAMES.items()}
 
 
-def v2_to_v1(ext: dict[str, str]) -> dict[str, str]:
-    """SEND_MESSAGE_V2's one-letter header names -> SEND_MESSAGE's names."""
-    return {_V2_NAMES.get(k, k): v for k, v in ext.items()}
+SendMessageRequestHeaderV2 = renamed(
+    SendMessageRequestHeader, "SendMessageRequestHeaderV2", _V1_NAMES,
+    "SEND_MESSAGE_V2's header: SEND_MESSAGE's fields under one-letter wire names.")
 
 
 def v1_to_v2(ext: dict[str, str]) -> dict[str, str]:

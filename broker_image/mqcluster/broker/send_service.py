@@ -187,13 +187,17 @@ class SendService:
         elapsed = time.perf_counter() - started
         prefix = offset_msg_id(store.config.storeHost, 0)[:-16]
         metrics = self.ctx.metrics
+        stored: dict[str, tuple[int, int]] = {}
+        requests = 0
         outcomes = []
         for batch, result in zip(batches, results, strict=True):
             status = result.status
             code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
             if status.stored:
-                metrics.record_put(batch.topic, len(batch.bodies), sum(map(len, batch.bodies)),
-                                   elapsed)
+                count, nbytes = stored.get(batch.topic, (0, 0))
+                stored[batch.topic] = (count + len(batch.bodies),
+                                       nbytes + sum(map(len, batch.bodies)))
+                requests += 1
             remark = None
             if code != BrokerResponseCode.SUCCESS:
                 metrics.record_put_error(status.value)
@@ -203,6 +207,8 @@ class SendService:
                     continue
             ids = [f"{prefix}{off:016X}" for off in result.commitlog_offsets]
             outcomes.append(SendOutcome(code, remark, batch.queue_id, [], result.queue_offset, ids))
+        if requests:
+            metrics.record_puts(stored, requests, elapsed)
         return outcomes
 
     @staticmethod

@@ -7,6 +7,7 @@ one record per message (one CRC each) without a per-message record object.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from mqcluster.common.crc import crc32
@@ -74,26 +75,41 @@ class EncodedBatch:
     sizes: list[int]
 
 
+@functools.lru_cache(maxsize=4096)
+def _checked_topic(topic: str) -> tuple[bytes, str | None]:
+    """A topic's stored field and what is wrong with its name (None: nothing): the
+    same few topics arrive in every request."""
+    return topic_field(topic), topic_problem(topic, len(topic.encode("utf-8")))
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_fields(born_host: str, store_host: str) -> bytes | None:
+    """Both host fields as stored, or None when one is longer than 255 bytes."""
+    born, store = short_field(born_host), short_field(store_host)
+    if len(born) > 256 or len(store) > 256:
+        return None
+    return born + store
+
+
 def check_batch(
     batch: RawBatch, store_host: str, max_body: int, max_props: int, segment_size: int
 ) -> tuple[EncodedBatch | None, tuple[PutStatus, str] | None]:
     """The encoded batch, or the status and reason it must be refused (all or nothing)."""
-    topic = topic_field(batch.topic)
-    problem = topic_problem(batch.topic, len(batch.topic.encode("utf-8")))
+    topic, problem = _checked_topic(batch.topic)
     if problem is not None:
         return None, (PutStatus.MESSAGE_ILLEGAL, problem)
     if batch.queue_id < 0:
         return None, (PutStatus.MESSAGE_ILLEGAL, "negative queue id")
     if not consumes_queue_offset(batch.sys_flag):
         return None, (PutStatus.MESSAGE_ILLEGAL, "transactional messages cannot be batched")
-    born, store = short_field(batch.born_host), short_field(store_host)
-    if len(born) > 256 or len(store) > 256:
+    hosts = _host_fields(batch.born_host, store_host)
+    if hosts is None:
         return None, (PutStatus.MESSAGE_ILLEGAL, "host string longer than 255 bytes")
     n = len(batch.bodies)
     if not n or not len(batch.properties) == len(batch.tags_codes) == len(batch.flags) == n:
         return None, (PutStatus.MESSAGE_ILLEGAL, "batch lists are empty or differ in length")
     props_limit = min(max_props, MAX_PROPERTIES_LENGTH)
-    fixed = FIXED_SIZE + len(born) + len(store) + 4 + len(topic) + 2
+    fixed = FIXED_SIZE + len(hosts) + 4 + len(topic) + 2
     sizes = []
     for body, props in zip(batch.bodies, batch.properties, strict=True):
         if len(props) > props_limit:
@@ -107,7 +123,7 @@ def check_batch(
         if size + 8 > segment_size:
             return None, (PutStatus.MESSAGE_ILLEGAL, "message larger than a commitlog segment")
         sizes.append(size)
-    return EncodedBatch(batch, born + store, topic, sizes), None
+    return EncodedBatch(batch, hosts, topic, sizes), None
 
 
 def encode_records(

@@ -6,7 +6,7 @@ import logging
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 from mqcluster.store import codec
@@ -70,12 +70,12 @@ class AppendedBatch:
     end: int
     entries: list[CqEntryOf]
     store_timestamp: int
-    run: QueueRun | None = None
-    """A producer batch's entries in compact form (then ``entries`` is empty)."""
+    runs: list[QueueRun] = field(default_factory=list)
+    """Producer batches' entries in compact form, one run per queue."""
 
     @property
     def count(self) -> int:
-        return len(self.run.offsets) if self.run is not None else len(self.entries)
+        return len(self.entries) + sum(len(run.offsets) for run in self.runs)
 
 
 @dataclass
@@ -148,7 +148,9 @@ class CommitLog:
                        store_timestamp: int) -> list[tuple[int, list[int]]] | None:
         """Several batches (of any queues) one after another with one write; returns each
         one's (first queue offset, commitlog offsets). None (nothing written) when they do
-        not all fit the segment being written: then they go one by one (``append_batch``)."""
+        not all fit the segment being written: then they go one by one (``append_batch``).
+        The dispatcher gets one run per queue for them all: a pipelining producer's
+        burst is many one-message batches over a few queues."""
         self._catch_up_queue_offsets()
         batch_start = self.max_offset
         seg = self.files.writable_segment(batch_start)
@@ -156,32 +158,42 @@ class CommitLog:
         if seg.write_pos + total + END_FILE_MIN_BLANK_LENGTH > seg.size:
             return None
         queue_offsets = self.queue_offsets
-        after: dict[QueueKey, int] = {}
+        runs: dict[QueueKey, QueueRun] = {}
         parts: list[bytes] = []
-        placed: list[tuple[int, int, QueueRun]] = []
+        placed: list[tuple[int, list[int]]] = []
         pos = seg.start + seg.write_pos
         for enc in encs:
             b = enc.batch
             key = (b.topic, b.queue_id)
-            first = after.get(key, queue_offsets.get(key, 0))
-            offsets = list(accumulate(enc.sizes, initial=pos))
-            end = offsets.pop()
-            parts += encode_records(enc, 0, len(enc.sizes), first, offsets, store_timestamp)
-            after[key] = first + len(offsets)
-            placed.append((pos, end, QueueRun(b.topic, b.queue_id, first, offsets, enc.sizes,
-                                              b.tags_codes)))
-            pos = end
+            run = runs.get(key)
+            if run is None:
+                run = runs[key] = QueueRun(b.topic, b.queue_id, queue_offsets.get(key, 0),
+                                           [], [], [])
+            first = run.first + len(run.offsets)
+            sizes = enc.sizes
+            if len(sizes) == 1:
+                offsets = [pos]
+                pos += sizes[0]
+            else:
+                offsets = list(accumulate(sizes, initial=pos))
+                pos = offsets.pop()
+            parts += encode_records(enc, 0, len(sizes), first, offsets, store_timestamp)
+            run.offsets += offsets
+            run.sizes += sizes
+            run.tags_codes += b.tags_codes
+            placed.append((first, offsets))
         try:
             seg.append_parts(parts)
         except OSError:
             self._roll_back(batch_start, {})  # (queue offsets are set only after the write)
             raise
-        queue_offsets.update(after)
-        for start, end, run in placed:
-            self._remember(AppendedBatch(start, end, [], store_timestamp, run))
+        for key, run in runs.items():
+            queue_offsets[key] = run.first + len(run.offsets)
+        self._remember(AppendedBatch(batch_start, pos, [], store_timestamp,
+                                     list(runs.values())))
         self.last_store_timestamp = store_timestamp
         self._table_scanned_to = self.max_offset
-        return [(run.first, run.offsets) for _, _, run in placed]
+        return placed
 
     def _roll_back(self, start: int, queue_offsets: dict[QueueKey, int | None]) -> None:
         """Undo an append that failed part way: the files back to ``start``, and the
@@ -228,7 +240,7 @@ class CommitLog:
         self.queue_offsets[(run.topic, run.queue_id)] = run.first + len(run.offsets)
         self.last_store_timestamp = store_timestamp
         self._table_scanned_to = self.max_offset
-        self._remember(AppendedBatch(batch_start, self.max_offset, [], store_timestamp, run))
+        self._remember(AppendedBatch(batch_start, self.max_offset, [], store_timestamp, [run]))
 
     def append_built_group(self, builts: Sequence[BuiltBatch]) -> list[list[int]] | None:
         """Write batches encoded ahead one right after another (a DLedger entry's
@@ -268,7 +280,7 @@ class CommitLog:
         for b in builts:
             run = QueueRun(b.topic, b.queue_id, b.first_queue_offset, b.offsets, b.sizes,
                            b.tags_codes)
-            self._remember(AppendedBatch(start, b.end, [], b.store_timestamp, run))
+            self._remember(AppendedBatch(start, b.end, [], b.store_timestamp, [run]))
             offsets.append(run.offsets)
             start = b.end
         self.last_store_timestamp = builts[-1].store_timestamp

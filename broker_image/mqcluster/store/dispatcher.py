@@ -44,9 +44,9 @@ class Dispatcher:
             head = cl.next_recent(pos)
             if head is not None and head.start == pos and head.end <= limit:
                 cl.take_recent()
-                if head.run is not None:
-                    self._take_run(head.run, pending)
-                else:
+                for run in head.runs:
+                    self._take_run(run, pending)
+                if head.entries:
                     self._take(head.entries, pending)
                 self.last_store_timestamp = head.store_timestamp
                 pos = head.end

@@ -21,7 +21,7 @@ import functools
 import re
 import types
 import typing
-from typing import Any, Self, dataclass_transform
+from typing import Any, Self, TypeVar, dataclass_transform
 
 import msgspec
 
@@ -86,6 +86,27 @@ class Header(msgspec.Struct, metaclass=_HeaderMeta):
 def _names(cls: type[Header]) -> tuple[tuple[str, str], ...]:
     """(attribute, wire name) of each field."""
     return tuple(zip(cls.__struct_fields__, cls.__struct_encode_fields__, strict=True))
+
+
+H = TypeVar("H", bound=Header)
+
+
+def renamed(cls: type[H], name: str, wire_names: dict[str, str], doc: str) -> type[H]:
+    """A subclass of ``cls`` with the same fields under other wire names (attribute ->
+    wire name), decoded straight from them. (msgspec renames only the fields a class
+    declares itself, so the subclass declares them all again.)"""
+    namespace: dict[str, Any] = {
+        "__module__": cls.__module__,
+        "__doc__": doc,
+        "__annotations__": dict(cls.__annotations__),
+    }
+    for f in msgspec.structs.fields(cls):
+        if f.default is not msgspec.NODEFAULT:
+            namespace[f.name] = f.default
+        elif f.default_factory is not msgspec.NODEFAULT:
+            namespace[f.name] = msgspec.field(default_factory=f.default_factory)
+    sub: type[H] = _HeaderMeta(name, (cls,), namespace, rename=wire_names)  # type: ignore[assignment]
+    return sub
 
 
 class CamelHeader(Header, rename="camel"):

@@ -6,7 +6,7 @@ from mqcluster.broker.protocol import (
     BrokerResponseCode,
     RequestCode,
     SendMessageRequestHeader,
-    v2_to_v1,
+    SendMessageRequestHeaderV2,
 )
 from mqcluster.broker.remoting_codec import (
     CodecError,
@@ -54,10 +54,8 @@ class SendHandlers:
         return [a for a in answers if a is not None]
 
     def _request(self, cmd: RemotingCommand, conn: Connection) -> SendRequest:
-        ext = cmd.ext_fields
-        if cmd.code == RequestCode.SEND_MESSAGE_V2:
-            ext = v2_to_v1(ext)
-        header = SendMessageRequestHeader.from_ext(ext)
+        header = (SendMessageRequestHeaderV2 if cmd.code == RequestCode.SEND_MESSAGE_V2
+                  else SendMessageRequestHeader).from_ext(cmd.ext_fields)
         raw: RawMessages | None = None
         messages: list[WireMessage] = []
         if consumes_queue_offset(header.sysFlag):
