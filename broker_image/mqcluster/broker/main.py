@@ -17,6 +17,7 @@ import sys
 
 from mqcluster.broker.config import BrokerConfig, load_broker_config
 from mqcluster.broker.server import BrokerServer
+from mqcluster.common import event_loop
 from mqcluster.common.config import ConfigError
 from mqcluster.store.api import StoreLockedError
 
@@ -82,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        asyncio.run(serve(cfg))
+        event_loop.chosen()
+    except event_loop.EventLoopChoiceError as exc:
+        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        event_loop.run(serve(cfg))
     except (OSError, StoreLockedError) as exc:
         print(f"{PROG}: cannot start: {exc}", file=sys.stderr)
         return 1

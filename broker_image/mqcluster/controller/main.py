@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from mqcluster.common import event_loop
 from mqcluster.common.config import ConfigError
 from mqcluster.controller.config import ControllerConfig, load_controller_config
 from mqcluster.controller.service import ControllerService
@@ -67,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key}={value}")
         return 0
     try:
-        asyncio.run(run(config))
+        event_loop.run(run(config))
+    except event_loop.EventLoopChoiceError as exc:
+        print(f"mqcontroller: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"mqcontroller: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 from mqcluster.ha.ack_waiters import AckWaiters
 from mqcluster.ha.protocol import (
@@ -308,8 +309,8 @@ class _SlaveConnection(asyncio.Protocol):
     # ---- asyncio.Protocol ------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's is not an asyncio.Transport subclass).
+        self.transport = cast(asyncio.Transport, transport)
         self.peer = transport.get_extra_info("peername")
         self.service._serving.add(self)
         if self.service.view is None:

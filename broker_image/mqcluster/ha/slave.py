@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mqcluster.ha.protocol import (
     HAProtocolError,
@@ -231,8 +231,8 @@ class _MasterStream(asyncio.BufferedProtocol):
     # ---- asyncio.BufferedProtocol -----------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's is not an asyncio.Transport subclass).
+        self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if len(self.buf) - self.end < MIN_READ:

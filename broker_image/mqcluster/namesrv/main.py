@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from mqcluster.common import event_loop
 from mqcluster.common.config import ConfigError, build_config, load_properties
 from mqcluster.namesrv.config import CONTROLLER_KEYS, NamesrvConfig
 from mqcluster.namesrv.embedded import (
@@ -78,8 +79,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     try:
         config, props, source = load(args)
-        asyncio.run(serve(config, props, source))
-    except (ConfigError, EmbeddedControllerUnavailable) as exc:
+        event_loop.run(serve(config, props, source))
+    except (ConfigError, EmbeddedControllerUnavailable, event_loop.EventLoopChoiceError) as exc:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         sys.exit(1)
     except OSError as exc:
