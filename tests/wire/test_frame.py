@@ -9,6 +9,7 @@ from mqcluster.wire.frame import (
     FrameDecoder,
     FrameError,
     RemotingCommand,
+    decode_frame,
     encode_frame,
     encode_header,
 )
@@ -118,3 +119,11 @@ def test_response_carries_request_opaque() -> None:
     req = RemotingCommand(code=5, opaque=42)
     resp = req.response(remark="done", ext_fields={"x": 1, "skip": None})
     assert resp.is_response and resp.opaque == 42 and resp.ext_fields == {"x": "1"}
+
+
+def test_decode_frame_takes_exactly_one_frame() -> None:
+    cmd = RemotingCommand(code=3, opaque=4, ext_fields={"k": "v"}, body=b"b")
+    assert decode_frame(encode_frame(cmd)) == cmd
+    for data in (encode_frame(cmd) * 2, encode_frame(cmd)[:-1], b""):
+        with pytest.raises(FrameError, match="not exactly one frame"):
+            decode_frame(data)

@@ -3,8 +3,8 @@ import struct
 
 import pytest
 
-from mqcluster.wire.frame import RemotingCommand, ResponseCode
-from mqcluster.wire.rpc import HandlerRegistry, RpcClient, RpcError, RpcServer, split_addr
+from mqcluster.wire.frame import RemotingCommand, ResponseCode, encode_frame
+from mqcluster.wire.rpc import Answer, HandlerRegistry, RpcClient, RpcError, RpcServer, split_addr
 
 
 @pytest.fixture
@@ -208,6 +208,24 @@ async def test_requests_read_together_reach_a_batch_handler_as_one_list() -> Non
     answers = await answers_to(registry, requests, 4)
     assert calls == [[b"a", b"b", b"c"]]  # one call, in arrival order, the echo apart
     assert {(a.opaque, a.body) for a in answers} == {(1, b"A"), (2, b"e"), (3, b"B"), (4, b"C")}
+
+
+async def test_a_batch_handler_may_answer_with_frames_it_encoded_itself() -> None:
+    registry = HandlerRegistry()
+
+    async def encoded(cmds: list[RemotingCommand], conn) -> list[Answer]:
+        return [encode_frame(c.response(body=c.body * 2)) if c.body != b"z"
+                else c.response(body=b"plain") for c in cmds]
+
+    registry.register_batch(10, encoded)
+    requests = [RemotingCommand.request(10, body=b"a"), RemotingCommand.request(10, body=b"z")]
+    answers = await answers_to(registry, requests, 2)
+    assert {(a.opaque, a.body) for a in answers} == {(1, b"aa"), (2, b"plain")}
+    # one request dispatched alone (the embedded name server's path) gets a command
+    one = RemotingCommand.request(10, body=b"b")
+    one.opaque = 9
+    answer = await registry.dispatch(one, None)  # type: ignore[arg-type]
+    assert answer is not None and (answer.opaque, answer.body) == (9, b"bb")
 
 
 async def test_a_failing_batch_handler_answers_every_request_with_the_error() -> None:

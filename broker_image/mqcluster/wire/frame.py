@@ -101,6 +101,20 @@ def encode_frame_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
     return _LEN.pack(total) + _LEN.pack(len(hbytes)) + hbytes, cmd.body
 
 
+def frame_of(header: bytes, body: bytes = b"") -> bytes:
+    """A whole frame from its JSON header (already encoded) and body."""
+    return _LEN.pack(4 + len(header) + len(body)) + _LEN.pack(len(header)) + header + body
+
+
+def decode_frame(data: bytes) -> RemotingCommand:
+    """The one frame ``data`` holds; FrameError if it is not exactly one."""
+    decoder = FrameDecoder(max(len(data), DEFAULT_MAX_FRAME_SIZE))
+    cmds = decoder.feed(data)
+    if len(cmds) != 1 or decoder.buffered:
+        raise FrameError(f"{len(data)} bytes are not exactly one frame")
+    return cmds[0]
+
+
 def encode_header(cmd: RemotingCommand) -> bytes:
     """The JSON header in UTF-8, as RocketMQ's Java remoting writes it (fastjson, UTF-8):
     every frame has one, and msgspec writes it several times faster than ``json``."""

@@ -32,6 +32,7 @@ from mqcluster.wire.frame import (
     FrameError,
     RemotingCommand,
     ResponseCode,
+    decode_frame,
     encode_frame,
 )
 
@@ -39,8 +40,10 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[RemotingCommand, "Connection"], Awaitable[RemotingCommand | None]]
 SyncHandler = Callable[[RemotingCommand, "Connection"], "RemotingCommand | None"]
-BatchHandler = Callable[[list[RemotingCommand], "Connection"],
-                        Awaitable[list[RemotingCommand]]]
+Answer = RemotingCommand | bytes
+"""A response, or a whole response frame a handler encoded itself (with the request's
+opaque): its hot path's answers need no command object and no general encoder."""
+BatchHandler = Callable[[list[RemotingCommand], "Connection"], Awaitable[list[Answer]]]
 
 READ_SIZE = 1 << 20  # bytes asked of the stream per read; big frames arrive in few reads
 STREAM_LIMIT = 1 << 20  # StreamReader buffer limit (it pauses the socket at twice this)
@@ -99,7 +102,8 @@ class HandlerRegistry:
             return self.call_sync(sync, cmd, conn)
         batch = self._batch.get(cmd.code)
         if batch is not None:
-            return (await self.dispatch_batch(batch, [cmd], conn))[0]
+            answer = (await self.dispatch_batch(batch, [cmd], conn))[0]
+            return answer if isinstance(answer, RemotingCommand) else decode_frame(answer)
         handler = self._handlers.get(cmd.code)
         if handler is None:
             return cmd.response(
@@ -113,7 +117,7 @@ class HandlerRegistry:
 
     @staticmethod
     async def dispatch_batch(handler: BatchHandler, cmds: list[RemotingCommand],
-                             conn: Connection) -> list[RemotingCommand]:
+                             conn: Connection) -> list[Answer]:
         try:
             answers = await handler(cmds, conn)
             if len(answers) != len(cmds):
@@ -247,10 +251,14 @@ class Connection:
         finally:
             self._served(len(cmds))
 
-    def _answer(self, cmd: RemotingCommand, resp: RemotingCommand | None) -> None:
+    def _answer(self, cmd: RemotingCommand, resp: Answer | None) -> None:
         if resp is not None and not cmd.is_oneway and not self.closed:
-            resp.opaque = cmd.opaque
-            self.writer.write(encode_frame(resp))
+            if type(resp) is bytes:
+                self.writer.write(resp)
+            else:
+                assert isinstance(resp, RemotingCommand)
+                resp.opaque = cmd.opaque
+                self.writer.write(encode_frame(resp))
 
     def _served(self, n: int) -> None:
         self._serving -= n

@@ -19,8 +19,8 @@ from mqcluster.broker.remoting_codec import (
 )
 from mqcluster.broker.send_service import SendOutcome, SendRequest, SendService
 from mqcluster.store.codec import consumes_queue_offset
-from mqcluster.wire.frame import RemotingCommand
-from mqcluster.wire.rpc import Connection, HandlerRegistry, error_response
+from mqcluster.wire.frame import RemotingCommand, frame_of
+from mqcluster.wire.rpc import Answer, Connection, HandlerRegistry, error_response
 
 
 class SendHandlers:
@@ -32,11 +32,10 @@ class SendHandlers:
                      RequestCode.SEND_BATCH_MESSAGE):
             registry.register_batch(code, self.send_many)
 
-    async def send_many(self, cmds: list[RemotingCommand],
-                        conn: Connection) -> list[RemotingCommand]:
+    async def send_many(self, cmds: list[RemotingCommand], conn: Connection) -> list[Answer]:
         """The send requests read together from one connection, stored together
         (``SendService.send_many``); each gets its own answer, a bad one its error."""
-        answers: list[RemotingCommand | None] = [None] * len(cmds)
+        answers: list[Answer | None] = [None] * len(cmds)
         requests: list[SendRequest] = []
         slots: list[int] = []
         for i, cmd in enumerate(cmds):
@@ -92,12 +91,28 @@ class SendHandlers:
         return [WireMessage.from_properties(cmd.body, props, header.flag)]
 
 
-def _response(cmd: RemotingCommand, outcome: SendOutcome) -> RemotingCommand:
+def _response(cmd: RemotingCommand, outcome: SendOutcome) -> Answer:
     if not outcome.offset_msg_ids:
         return cmd.response(outcome.code, remark=outcome.remark)
+    if outcome.remark is None:
+        return _stored_frame(cmd.opaque, outcome)
     fields = {
         "msgId": ",".join(outcome.offset_msg_ids),
         "queueId": str(outcome.queue_id),
         "queueOffset": str(outcome.queue_offset),
     }
     return cmd.response(outcome.code, remark=outcome.remark, ext_fields=fields)
+
+
+_STORED_HEADER = (
+    '{"code":%d,"opaque":%d,"flag":1,"language":"PYTHON","version":0,'
+    '"extFields":{"msgId":"%s","queueId":"%d","queueOffset":"%d"}}'
+)
+
+
+def _stored_frame(opaque: int, outcome: SendOutcome) -> bytes:
+    """The frame ``cmd.response(...)`` encodes to, written straight: every value is a
+    number or hexadecimal ids, nothing JSON escapes (one in three microseconds)."""
+    header = _STORED_HEADER % (outcome.code, opaque, ",".join(outcome.offset_msg_ids),
+                               outcome.queue_id, outcome.queue_offset)
+    return frame_of(header.encode("ascii"))
