@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
 
+from mqcluster.common.pulse import Pulse
 from mqcluster.ha.ack_waiters import AckWaiters
 from mqcluster.ha.protocol import (
     HAProtocolError,
@@ -83,7 +84,7 @@ class HAMasterService:
         self.report: Reporter | None = None
         self._waiters = AckWaiters(self._acked)
         self._conns: dict[int, _SlaveConnection] = {}
-        self._data = asyncio.Event()
+        self._data = Pulse()
         self._tasks: set[asyncio.Task[None]] = set()
         self._serving: set[_SlaveConnection] = set()
         self._checker: asyncio.Task[None] | None = None
@@ -173,8 +174,7 @@ class HAMasterService:
         self._wake_senders()
 
     def _wake_senders(self) -> None:
-        self._data.set()
-        self._data = asyncio.Event()
+        self._data.fire()
 
     def _update_confirm(self) -> None:
         """Confirm offset: the least offset among the SyncStateSet members. While a member
@@ -297,7 +297,7 @@ class _SlaveConnection(asyncio.Protocol):
         self.transferring = False
         self.acked = -1
         """The slave's last acknowledged max offset."""
-        self._ack = asyncio.Event()
+        self._ack = Pulse()
         self._writable = asyncio.Event()
         self._writable.set()
         self._in_flight: deque[int] = deque()
@@ -366,7 +366,7 @@ class _SlaveConnection(asyncio.Protocol):
             assert self.broker_id is not None
             svc._acked_by(self.broker_id, frame.max_offset)
             self.acked = frame.max_offset
-            self._ack.set()
+            self._ack.fire()
         elif self.phase is _Phase.HANDSHAKE:
             if not isinstance(frame, SlaveHandshake):
                 raise HAProtocolError("first frame is not a handshake")
@@ -445,10 +445,7 @@ class _SlaveConnection(asyncio.Protocol):
             while self._in_flight and self._in_flight[0] <= self.acked:
                 self._in_flight.popleft()
             if offset < max_offset and len(self._in_flight) >= opts.frames_in_flight:
-                self._ack.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(opts.heartbeat_interval_s):
-                        await self._ack.wait()
+                await self._ack.wait(opts.heartbeat_interval_s)
                 continue
             if offset < max_offset:
                 entry = svc.epochs.find_epoch_by_offset(offset)
@@ -465,10 +462,7 @@ class _SlaveConnection(asyncio.Protocol):
                 wait = (opts.confirm_delay_s if confirm != sent_confirm
                         else opts.heartbeat_interval_s) - (loop.time() - last_sent)
                 if wait > 0:
-                    data = svc._data
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(wait):
-                            await data.wait()
+                    await svc._data.wait(wait)
                     continue
                 entry = svc.epochs.last_entry
                 epoch, start = (entry.epoch, entry.start_offset) if entry else (0, 0)
@@ -495,9 +489,9 @@ class _SlaveConnection(asyncio.Protocol):
         assert transport is not None
         header = frame.header(size)
         sent = 0
-        sock = transport.get_extra_info("socket")
-        if (size >= SENDFILE_MIN and sock is not None
-                and transport.get_write_buffer_size() == 0):
+        # (uvloop makes a socket object on every get_extra_info("socket"): large frames only)
+        sock = transport.get_extra_info("socket") if size >= SENDFILE_MIN else None
+        if sock is not None and transport.get_write_buffer_size() == 0:
             # Corked, the header waits for the body: one segment, one wakeup of the slave.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
             try:

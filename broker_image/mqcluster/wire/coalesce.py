@@ -33,6 +33,7 @@ class CoalescingWriter:
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # (looked up once: see rpc)
 
     @property
     def transport(self) -> asyncio.WriteTransport:
@@ -45,7 +46,9 @@ class CoalescingWriter:
             self.flush()
         elif not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_scheduled)
+            if self._loop is None:
+                self._loop = asyncio.get_running_loop()
+            self._loop.call_soon(self._flush_scheduled)
 
     def _flush_scheduled(self) -> None:
         self._scheduled = False

@@ -152,6 +152,8 @@ class Connection:
         self.writer = CoalescingWriter(writer)
         self.registry = registry or HandlerRegistry()
         self.decoder = FrameDecoder(max_frame_size)
+        # (Python 3.11 asks the kernel for the pid on every get_running_loop().)
+        self._loop = asyncio.get_running_loop()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._deadlines = Deadlines()
         self._opaque = itertools.count(1)
@@ -166,7 +168,7 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.attributes: dict[str, Any] = {}
-        self._reader_task = asyncio.create_task(self._read_loop())
+        self._reader_task = self._loop.create_task(self._read_loop())
 
     @property
     def closed(self) -> bool:
@@ -201,7 +203,7 @@ class Connection:
                         continue
                     if self._serving >= self._max_in_flight:
                         self._start_batches(batches)
-                        self._room = asyncio.get_running_loop().create_future()
+                        self._room = self._loop.create_future()
                         await self._room
                     self._serving += 1
                     handler = registry.batch_handler(cmd.code)
@@ -221,7 +223,7 @@ class Connection:
             self._shutdown()
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
+        task = self._loop.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -284,7 +286,7 @@ class Connection:
         if self.closed:
             raise RpcError(f"connection to {self.peer} closed")
         cmd.opaque = next(self._opaque)
-        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self._pending[cmd.opaque] = fut
         self._deadlines.add(fut, timeout)
         try:
