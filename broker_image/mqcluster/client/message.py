@@ -34,7 +34,7 @@ class MessageQueue:
     queue_id: int
 
 
-@dataclass
+@dataclass(slots=True)
 class SendResult:
     """``msg_id`` is the unique key the producer set; ``offset_msg_id`` the broker's id."""
 

@@ -220,10 +220,14 @@ def encode_batch_entries(msgs: Sequence[Message]) -> bytes:
 def _results(
     msgs: list[Message], queue: MessageQueue, addr: str, header: SendMessageResponseHeader
 ) -> list[SendResult]:
+    target = (queue if header.queueId == queue.queue_id
+              else MessageQueue(queue.topic, queue.broker_name, header.queueId))
+    first = header.queueOffset
+    if len(msgs) == 1:  # (one send: no id list to split and pad)
+        offset_id = header.msgId.partition(",")[0]
+        return [SendResult(msgs[0].properties[PROPERTY_UNIQ_KEY], target, first, offset_id, addr)]
     offset_ids = header.msgId.split(",") if header.msgId else []
     offset_ids += [""] * (len(msgs) - len(offset_ids))
-    target = MessageQueue(queue.topic, queue.broker_name, header.queueId)
-    first = header.queueOffset
     return [
         SendResult(m.properties[PROPERTY_UNIQ_KEY], target, first + i, offset_ids[i], addr)
         for i, m in enumerate(msgs)

@@ -63,10 +63,14 @@ class CoalescingWriter:
         if not self._writer.is_closing():
             self._writer.write(data)
 
+    @property
+    def backed_up(self) -> bool:
+        """Whether ``drain`` would wait: with nothing buffered in the transport it is not
+        paused, and a pipelining caller skips the awaits (and the coroutine) per request."""
+        return bool(self._writer.transport.get_write_buffer_size()) or self._writer.is_closing()
+
     async def drain(self) -> None:
-        # With nothing buffered in the transport it is not paused: skip the awaits of
-        # StreamWriter.drain, which otherwise cost a pipelining caller on every request.
-        if self._writer.transport.get_write_buffer_size() or self._writer.is_closing():
+        if self.backed_up:
             await self._writer.drain()
 
     def is_closing(self) -> bool:

@@ -291,7 +291,8 @@ class Connection:
         self._deadlines.add(fut, timeout)
         try:
             self.writer.write(encode_frame(cmd))
-            await self.writer.drain()
+            if self.writer.backed_up:
+                await self.writer.drain()
             return await fut
         except TimeoutError as exc:  # (an OSError: caught first)
             raise RpcError(f"request code {cmd.code} to {self.peer} timed out") from exc
