@@ -190,16 +190,18 @@ class SendService:
         stored: dict[str, tuple[int, int]] = {}
         requests = 0
         outcomes = []
+        ok, success = PutStatus.PUT_OK, BrokerResponseCode.SUCCESS  # (Enum lookups, hoisted)
         for batch, result in zip(batches, results, strict=True):
             status = result.status
-            code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
+            code = success if status is ok else PUT_STATUS_CODES.get(
+                status, BrokerResponseCode.SYSTEM_ERROR)
             if status.stored:
                 count, nbytes = stored.get(batch.topic, (0, 0))
                 stored[batch.topic] = (count + len(batch.bodies),
                                        nbytes + sum(map(len, batch.bodies)))
                 requests += 1
             remark = None
-            if code != BrokerResponseCode.SUCCESS:
+            if code != success:
                 metrics.record_put_error(status.value)
                 remark = f"store answered {status.value}"
                 if not status.stored:

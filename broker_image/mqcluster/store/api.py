@@ -318,12 +318,14 @@ class MessageStore:
             return list(await asyncio.gather(*(writer.put_batch(b) for b in batches)))
         results = self.append_raw_batches(batches, int(self._clock() * 1000),
                                           self.config.storeHost)
-        ends = [r.next_commitlog_offset for r in results if r.status is PutStatus.PUT_OK]
+        ok = PutStatus.PUT_OK  # (a member lookup on an Enum class is a descriptor call)
+        ends = [r.next_commitlog_offset for r in results if r.status is ok]
         if ends:
             status = await self._wait_durable(max(ends))
-            for r in results:
-                if r.status is PutStatus.PUT_OK:
-                    r.status = status
+            if status is not ok:
+                for r in results:
+                    if r.status is ok:
+                        r.status = status
         return results
 
     def append_raw_batches(self, batches: Sequence[RawBatch], now_ms: int,
@@ -352,9 +354,9 @@ class MessageStore:
             else:
                 if written is not None:
                     self._appended(caught_up)
+                    ok = PutStatus.PUT_OK
                     for (i, enc), (first, offsets) in zip(encs, written, strict=True):
-                        results[i] = BatchPutResult(PutStatus.PUT_OK, first, offsets,
-                                                    enc.sizes, now_ms)
+                        results[i] = BatchPutResult(ok, first, offsets, enc.sizes, now_ms)
                 else:  # crossing into the next segment: one by one
                     for i, _ in encs:
                         results[i] = self.append_raw_batch(batches[i], now_ms, store_host)

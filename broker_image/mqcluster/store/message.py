@@ -78,8 +78,12 @@ class PutStatus(Enum):
     @property
     def stored(self) -> bool:
         """True when the message is in the commitlog (possibly not yet flushed)."""
-        return self in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT,
-                        PutStatus.FLUSH_SLAVE_TIMEOUT, PutStatus.SLAVE_NOT_AVAILABLE)
+        return self in _STORED
+
+
+_STORED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.FLUSH_SLAVE_TIMEOUT,
+           PutStatus.SLAVE_NOT_AVAILABLE)
+"""(A constant: a member lookup on an Enum class costs a descriptor call each time.)"""
 
 
 @dataclass

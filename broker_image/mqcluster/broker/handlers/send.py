@@ -22,6 +22,10 @@ from mqcluster.store.codec import consumes_queue_offset
 from mqcluster.wire.frame import RemotingCommand, frame_of
 from mqcluster.wire.rpc import Answer, Connection, HandlerRegistry, error_response
 
+# Plain ints: comparing with an IntEnum member looks it up through a descriptor each time.
+_SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+
 
 class SendHandlers:
     def __init__(self, service: SendService) -> None:
@@ -53,7 +57,7 @@ class SendHandlers:
         return [a for a in answers if a is not None]
 
     def _request(self, cmd: RemotingCommand, conn: Connection) -> SendRequest:
-        header = (SendMessageRequestHeaderV2 if cmd.code == RequestCode.SEND_MESSAGE_V2
+        header = (SendMessageRequestHeaderV2 if cmd.code == _SEND_MESSAGE_V2
                   else SendMessageRequestHeader).from_ext(cmd.ext_fields)
         raw: RawMessages | None = None
         messages: list[WireMessage] = []
@@ -80,7 +84,7 @@ class SendHandlers:
 
     @staticmethod
     def _is_batch(cmd: RemotingCommand, header: SendMessageRequestHeader) -> bool:
-        return cmd.code == RequestCode.SEND_BATCH_MESSAGE or header.batch
+        return cmd.code == _SEND_BATCH_MESSAGE or header.batch
 
     def _messages(
         self, cmd: RemotingCommand, header: SendMessageRequestHeader
