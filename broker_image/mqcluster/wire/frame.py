@@ -167,14 +167,20 @@ class FrameDecoder:
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
-        buf = self._buf
-        buf.extend(data)
+        # With nothing held back, the frames are read from ``data`` itself and only an
+        # incomplete tail is kept: a read of whole frames is not copied into the buffer.
+        held = self._buf
+        if held:
+            held.extend(data)
+            src: bytes | bytearray = held
+        else:
+            src = data
         out: list[RemotingCommand] = []
-        pos, size = 0, len(buf)
+        pos, size = 0, len(src)
         try:
-            with memoryview(buf) as view:  # one copy of each body, not two
+            with memoryview(src) as view:  # one copy of each body, not two
                 while size - pos >= 4:
-                    (total,) = _LEN.unpack_from(buf, pos)
+                    (total,) = _LEN.unpack_from(src, pos)
                     if total > self.max_frame_size:
                         raise FrameError(
                             f"frame of {total} bytes exceeds limit {self.max_frame_size}")
@@ -183,7 +189,7 @@ class FrameDecoder:
                             f"frame length {total} is shorter than its header length field")
                     if size - pos < 4 + total:
                         break
-                    (hlen_raw,) = _LEN.unpack_from(buf, pos + 4)
+                    (hlen_raw,) = _LEN.unpack_from(src, pos + 4)
                     serialize_type, hlen = hlen_raw >> 24, hlen_raw & 0xFFFFFF
                     if serialize_type != 0:
                         raise FrameError(f"unsupported serialize type {serialize_type}")
@@ -195,7 +201,11 @@ class FrameDecoder:
                     out.append(RemotingCommand(h.code, h.opaque, h.flag, h.remark,
                                                h.extFields or {}, body))
         finally:
-            del buf[:pos]  # (the frames decoded before an error are gone with it)
+            # (the frames decoded before an error are gone with it)
+            if held:
+                del held[:pos]
+            elif pos < size:
+                held.extend(memoryview(data)[pos:])
         return out
 
     @property
