@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ class TopicRejection:
     remark: str
 
 
+@functools.lru_cache(maxsize=4096)  # (every send checks its topic; rejections are frozen)
 def check_topic_name(topic: str) -> TopicRejection | None:
     if not topic:
         return TopicRejection(BrokerResponseCode.MESSAGE_ILLEGAL, "topic name is empty")
