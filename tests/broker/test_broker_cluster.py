@@ -177,6 +177,9 @@ async def test_long_poll_wakes_on_arrival(cluster: Cluster) -> None:
 async def test_admin_topics_and_runtime_info(cluster: Cluster) -> None:
     addr = cluster.broker.addr
     async with AdminClient(broker_addr=addr) as admin:
+        await admin.create_topic("RuntimeInfo", queue_nums=1)
+        async with Producer(broker_addr=addr) as producer:  # (not relying on other tests)
+            await producer.send(Message("RuntimeInfo", b"x"))
         await admin.create_topic("ToDelete", queue_nums=3)
         topics = await admin.topic_configs()
         assert topics["ToDelete"].writeQueueNums == 3
