@@ -46,17 +46,22 @@ def commitlog_bytes(g: GroupHarness, i: int, end: int) -> bytes:
     return out
 
 
-async def test_writes_replicate_to_every_member(group3: GroupHarness) -> None:
-    g = group3
+async def put_and_check_replicas(g: GroupHarness, bodies: list[bytes]) -> None:
+    """Put ``bodies`` one by one on the master (a frame each); every member ends with the
+    master's commitlog, byte for byte."""
     m = await g.wait_master()
     await g.wait_for(lambda: len(g.broker(m).replicas.master.view.members) == 3)  # type: ignore
-    results = [await g.put(m, f"m{i}".encode()) for i in range(20)]
+    results = [await g.put(m, body) for body in bodies]
     assert all(r.status is PutStatus.PUT_OK for r in results)
     end = g.broker(m).context.store.commitlog_max_offset
     for i in range(3):
         await g.wait_for(lambda i=i: g.broker(i).context.store.commitlog_max_offset == end)
     data = commitlog_bytes(g, m, end)
     assert all(commitlog_bytes(g, i, end) == data for i in range(3))
+
+
+async def test_writes_replicate_to_every_member(group3: GroupHarness) -> None:
+    await put_and_check_replicas(group3, [f"m{i}".encode() for i in range(20)])
 
 
 async def test_large_frames_by_sendfile_and_small_ones_replicate_alike(
@@ -70,17 +75,8 @@ async def test_large_frames_by_sendfile_and_small_ones_replicate_alike(
 
     monkeypatch.setattr(master_module, "SENDFILE_MIN", 2000)  # within maxMessageSize
     monkeypatch.setattr(master_module.os, "sendfile", sendfile)
-    g = group3
-    m = await g.wait_master()
-    await g.wait_for(lambda: len(g.broker(m).replicas.master.view.members) == 3)  # type: ignore
-    bodies = [bytes([65 + i]) * size for i, size in enumerate([10, 5000, 300, 2100, 20])]
-    results = [await g.put(m, body) for body in bodies]  # one by one: a frame each
-    assert all(r.status is PutStatus.PUT_OK for r in results)
-    end = g.broker(m).context.store.commitlog_max_offset
-    for i in range(3):
-        await g.wait_for(lambda i=i: g.broker(i).context.store.commitlog_max_offset == end)
-    data = commitlog_bytes(g, m, end)
-    assert all(commitlog_bytes(g, i, end) == data for i in range(3))
+    await put_and_check_replicas(
+        group3, [bytes([65 + i]) * size for i, size in enumerate([10, 5000, 300, 2100, 20])])
     assert sent_by_sendfile and min(sent_by_sendfile) >= 2000  # only the large frames
 
 

@@ -116,7 +116,8 @@ _STORED_HEADER = (
 
 def _stored_frame(opaque: int, outcome: SendOutcome) -> bytes:
     """The frame ``cmd.response(...)`` encodes to, written straight: every value is a
-    number or hexadecimal ids, nothing JSON escapes (one in three microseconds)."""
+    number or hexadecimal ids, which JSON needs no escaping for (about a third of the
+    time of the general encoder and the command object)."""
     header = _STORED_HEADER % (outcome.code, opaque, ",".join(outcome.offset_msg_ids),
                                outcome.queue_id, outcome.queue_offset)
     return frame_of(header.encode("ascii"))
