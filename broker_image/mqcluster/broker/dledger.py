@@ -281,6 +281,7 @@ class DLedgerReplication:
         # producer's waiter; and how many such entries are proposed, not yet applied.
         self._group: list[tuple[BuiltEntry, asyncio.Future[BatchPutResult]]] = []
         self._groups_in_flight = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._may_wait_for_apply = False
         store.writer = self
         # Topics, groups and offsets live beside the commitlog, not in the Raft log: the
@@ -395,7 +396,9 @@ class DLedgerReplication:
     def _join_group(self, built: BuiltEntry) -> asyncio.Future[BatchPutResult]:
         """Add a section to the entry being gathered, proposed at the end of this loop
         turn, or once the entries in flight are done (``GROUPS_IN_FLIGHT``)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:  # (looked up once: on Python 3.11 each lookup is a getpid call)
+            loop = self._loop = asyncio.get_running_loop()
         if not self._group and self._groups_in_flight < GROUPS_IN_FLIGHT:
             loop.call_soon(self._flush_group)
         waiter: asyncio.Future[BatchPutResult] = loop.create_future()

@@ -72,10 +72,14 @@ class AppendedBatch:
     store_timestamp: int
     runs: list[QueueRun] = field(default_factory=list)
     """Producer batches' entries in compact form, one run per queue."""
+    count: int = field(init=False)
+    """Entries in all (counted once: the bounded history adds and takes them)."""
 
-    @property
-    def count(self) -> int:
-        return len(self.entries) + sum(len(run.offsets) for run in self.runs)
+    def __post_init__(self) -> None:
+        count = len(self.entries)
+        for run in self.runs:
+            count += len(run.offsets)
+        self.count = count
 
 
 @dataclass
