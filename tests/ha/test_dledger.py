@@ -15,6 +15,7 @@ from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX, DLedgerReplication
 from mqcluster.client import AdminClient
 from mqcluster.ha.dledger_entry import decode_entry
 from mqcluster.raft.types import EntryType
+from mqcluster.store.batch import RawBatch
 from mqcluster.store.message import PutStatus
 from tests.ha.dledger_group import DLedgerGroup
 from tests.ha.group import TOPIC, wait_until
@@ -297,3 +298,24 @@ async def test_batches_sent_together_share_one_entry(group: DLedgerGroup) -> Non
     await same_everywhere(g)
     for i in range(3):
         assert g.broker(i).dledger.state_machine.rebuilt == 0  # type: ignore[union-attr]
+
+
+async def test_a_burst_put_together_enters_in_order_as_one_entry(group: DLedgerGroup) -> None:
+    g = group
+    leader, _ = await building_leader(g)
+    before = len(entry_layouts(g, leader))
+    store = g.broker(leader).context.store
+    limit = store.config.maxMessageSize
+
+    def raw(k: int, body: bytes) -> RawBatch:
+        return RawBatch(TOPIC, 0, "127.0.0.1:1", 1_700_000_000_000, [body, body],
+                        [b"UNIQ_KEY\x01k%d\x02" % k] * 2, [0, 0], [0, 0])
+
+    batches = [raw(k, b"burst-%d" % k) for k in range(6)]
+    batches[3] = raw(3, b"x" * (limit + 1))  # refused in its place, the others go on
+    results = await store.put_batches(batches)
+    assert [r.status for r in results] == [PutStatus.PUT_OK] * 3 + \
+        [PutStatus.MESSAGE_ILLEGAL] + [PutStatus.PUT_OK] * 2
+    assert [r.queue_offset for r in results if r.status is PutStatus.PUT_OK] == [0, 2, 4, 6, 8]
+    assert entry_layouts(g, leader)[before:] == ["BuiltGroup"]
+    await same_everywhere(g)

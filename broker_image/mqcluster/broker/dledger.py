@@ -21,7 +21,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -326,14 +326,24 @@ class DLedgerReplication:
         where every replica will store them, and sent with the other batches gathered
         meanwhile as one entry (``GROUPS_IN_FLIGHT``); otherwise one entry in the
         producer's layout (no per-message decoding on the leader or the followers)."""
+        return (await self.put_batches([batch]))[0]
+
+    async def put_batches(self, batches: Sequence[RawBatch]) -> list[BatchPutResult]:
+        """``put_batch`` of each, entered in order on this turn: a pipelining producer's
+        burst joins the entry being gathered without a task per batch."""
         runner = self.runner
         if (self._may_wait_for_apply and self.peers_read_built and not self.builder.ready
                 and not runner.applied_everything):
-            # Once per term: hold this batch until the log is applied, so that the
+            # Once per term: hold these batches until the log is applied, so that the
             # leader can tell where every later batch's records go.
             self._may_wait_for_apply = False
             with contextlib.suppress(TimeoutError, ProposalError):
                 await asyncio.wait_for(runner.wait_applied(runner.next_index() - 1), 1.0)
+        started = [self._enter(batch) for batch in batches]
+        return [r if isinstance(r, BatchPutResult) else await r for r in started]
+
+    def _enter(self, batch: RawBatch) -> BatchPutResult | Awaitable[BatchPutResult]:
+        """Put ``batch`` in the log's queue now; its result, or what gives it."""
         group = self._group
         if group and group[-1][0].built.end - group[0][0].built.start >= GROUP_BYTES:
             self._flush_group()
@@ -343,7 +353,7 @@ class DLedgerReplication:
             return built
         if built is not None:
             self.proposed_built += 1
-            return await self._join_group(built)
+            return self._join_group(built)
         self._flush_group()  # (it holds the entry index before this one)
         self.builder.reset()
         self.proposed_other += 1
@@ -356,12 +366,23 @@ class DLedgerReplication:
         sm = self.state_machine
         sm.expect(data, RawEntry(now_ms, host, batch))
         try:
-            result = await self.runner.propose(data)
+            proposed = self.runner.submit([data])
+        except (RaftNotLeaderError, ProposalError) as exc:
+            sm.forget(data)
+            self.builder.reset()
+            return _refusal(exc)
+        # A task: it forgets the entry even if the burst's waiter is cancelled first.
+        return asyncio.ensure_future(self._raw_result(proposed, data))
+
+    async def _raw_result(self, proposed: asyncio.Future[list[Any]],
+                          data: bytes) -> BatchPutResult:
+        try:
+            (result,) = await proposed
         except (RaftNotLeaderError, ProposalError) as exc:
             self.builder.reset()
             return _refusal(exc)
         finally:
-            sm.forget(data)
+            self.state_machine.forget(data)
         assert isinstance(result, BatchPutResult)
         return result
 

@@ -64,6 +64,8 @@ class ReplicatedWriter(Protocol):
 
     async def put_batch(self, batch: RawBatch) -> BatchPutResult: ...
 
+    async def put_batches(self, batches: Sequence[RawBatch]) -> list[BatchPutResult]: ...
+
 
 class WriteGate(Protocol):
     """Replication's say over writes (controller mode's master, DLedger...)."""
@@ -307,15 +309,14 @@ class MessageStore:
     async def put_batches(self, batches: Sequence[RawBatch]) -> list[BatchPutResult]:
         """Batches of several requests (a pipelining producer's burst), each all or
         nothing: one commitlog write and one wait for the flush and the replicas serve
-        them all; with a replicated writer each goes as ``put_batch``."""
+        them all; a replicated writer takes them (``ReplicatedWriter.put_batches``)."""
         if len(batches) == 1:
             return [await self.put_batch(batches[0])]
         refusal = self._write_refusal()
         if refusal is not None:
             return [BatchPutResult(refusal[0], remark=refusal[1]) for _ in batches]
         if self.writer is not None:
-            writer = self.writer
-            return list(await asyncio.gather(*(writer.put_batch(b) for b in batches)))
+            return await self.writer.put_batches(batches)
         results = self.append_raw_batches(batches, int(self._clock() * 1000),
                                           self.config.storeHost)
         ok = PutStatus.PUT_OK  # (a member lookup on an Enum class is a descriptor call)
