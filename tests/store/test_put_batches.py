@@ -3,6 +3,7 @@ each all or nothing, the same bytes as putting them one by one."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,11 @@ async def test_a_burst_is_dispatched_as_one_run_per_queue_without_reading_it_bac
         expected = [(r.queue_offset + i, off) for b, r in zip(batches, results, strict=True)
                     if b.queue_id == queue for i, off in enumerate(r.commitlog_offsets)]
         assert [(m.queue_offset, m.commitlog_offset) for m in got] == expected
+
+
+def test_with_properties_changes_only_the_properties() -> None:
+    b = RawBatch("T", 2, "10.0.0.1:5000", 7, [b"a"], [b"p"], [5], [1], sys_flag=0,
+                 reconsume_times=3)
+    other = b.with_properties([b"q"])
+    assert other == dataclasses.replace(b, properties=[b"q"])
+    assert b.properties == [b"p"]

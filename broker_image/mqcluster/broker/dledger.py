@@ -22,7 +22,6 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -403,8 +402,7 @@ class DLedgerReplication:
             index, first_position = last.index, last.first_position + len(last.built.sizes)
         else:
             index, first_position = runner.next_index(), 0
-        marked = replace(batch, properties=mark_positions(batch.properties, index,
-                                                          first_position))
+        marked = batch.with_properties(mark_positions(batch.properties, index, first_position))
         cfg = store.config
         enc, problem = check_batch(marked, host, cfg.maxMessageSize, cfg.maxPropertiesSize,
                                    cfg.mappedFileSizeCommitLog)

@@ -46,6 +46,13 @@ class RawBatch:
     sys_flag: int = 0
     reconsume_times: int = 0
 
+    def with_properties(self, properties: list[bytes]) -> RawBatch:
+        """This batch with other properties strings (``dataclasses.replace`` looks the
+        fields up on every call: this is on the send path)."""
+        return RawBatch(self.topic, self.queue_id, self.born_host, self.born_timestamp,
+                        self.bodies, properties, self.tags_codes, self.flags, self.sys_flag,
+                        self.reconsume_times)
+
 
 @dataclass(slots=True)
 class BatchPutResult:
