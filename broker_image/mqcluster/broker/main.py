@@ -83,12 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        event_loop.chosen()
+        event_loop.run(serve(cfg))
     except event_loop.EventLoopChoiceError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
-    try:
-        event_loop.run(serve(cfg))
     except (OSError, StoreLockedError) as exc:
         print(f"{PROG}: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 
 
-def _time_out(fut: asyncio.Future[bool]) -> None:
+def time_out(fut: asyncio.Future[bool]) -> None:
+    """A timer's callback for a wait on ``fut``: it ends with False unless already done."""
     if not fut.done():
         fut.set_result(False)
 
@@ -36,7 +37,7 @@ class Pulse:
             loop = self._loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
         self._waiters.append(fut)
-        timer = loop.call_later(timeout_s, _time_out, fut)
+        timer = loop.call_later(timeout_s, time_out, fut)
         try:
             woken = await fut
         finally:

@@ -7,6 +7,8 @@ import heapq
 import itertools
 from collections.abc import Callable
 
+from mqcluster.common.pulse import time_out
+
 
 class AckWaiters:
     """Waiters keyed by the commitlog end offset their write needs acknowledged.
@@ -30,7 +32,7 @@ class AckWaiters:
         heapq.heappush(self._heap, (end_offset, next(self._seq), fut))
         # A timer on the future itself, not wait_for(shield(...)): those add two turns of
         # the event loop between the ack and the producer's answer.
-        timer = loop.call_later(timeout_s, _expire, fut)
+        timer = loop.call_later(timeout_s, time_out, fut)
         try:
             return await fut
         finally:
@@ -57,8 +59,3 @@ class AckWaiters:
 
     def __len__(self) -> int:
         return len(self._heap)
-
-
-def _expire(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(False)

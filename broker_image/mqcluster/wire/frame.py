@@ -97,13 +97,17 @@ def encode_frame_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
     """The frame as (lengths and header, body): joining many frames' parts at once
     copies a large body once instead of twice."""
     hbytes = encode_header(cmd)
-    total = 4 + len(hbytes) + len(cmd.body)
-    return _LEN.pack(total) + _LEN.pack(len(hbytes)) + hbytes, cmd.body
+    return _head(hbytes, len(cmd.body)), cmd.body
 
 
 def frame_of(header: bytes, body: bytes = b"") -> bytes:
     """A whole frame from its JSON header (already encoded) and body."""
-    return _LEN.pack(4 + len(header) + len(body)) + _LEN.pack(len(header)) + header + body
+    return _head(header, len(body)) + body
+
+
+def _head(header: bytes, body_length: int) -> bytes:
+    """The frame's lengths, then its header."""
+    return _LEN.pack(4 + len(header) + body_length) + _LEN.pack(len(header)) + header
 
 
 def decode_frame(data: bytes) -> RemotingCommand:
@@ -202,7 +206,7 @@ class FrameDecoder:
                                                h.extFields or {}, body))
         finally:
             # (the frames decoded before an error are gone with it)
-            if held:
+            if src is held:
                 del held[:pos]
             elif pos < size:
                 held.extend(memoryview(data)[pos:])
