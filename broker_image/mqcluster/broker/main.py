@@ -17,7 +17,7 @@ import sys
 
 from mqcluster.broker.config import BrokerConfig, load_broker_config
 from mqcluster.broker.server import BrokerServer
-from mqcluster.common import event_loop
+from mqcluster.common import event_loop, gc_policy
 from mqcluster.common.config import ConfigError
 from mqcluster.store.api import StoreLockedError
 
@@ -53,6 +53,7 @@ async def serve(cfg: BrokerConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await server.start()
+        gc_policy.freeze_startup()
         ctx = server.context
         print(
             f"The broker[{cfg.brokerName}, {ctx.addresses.broker}] boot success. "
@@ -83,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
+        gc_policy.apply()
         event_loop.run(serve(cfg))
-    except event_loop.EventLoopChoiceError as exc:
+    except (event_loop.EventLoopChoiceError, gc_policy.GcThresholdError) as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
     except (OSError, StoreLockedError) as exc:

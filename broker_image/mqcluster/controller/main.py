@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 
-from mqcluster.common import event_loop
+from mqcluster.common import event_loop, gc_policy
 from mqcluster.common.config import ConfigError
 from mqcluster.controller.config import ControllerConfig, load_controller_config
 from mqcluster.controller.service import ControllerService
@@ -35,6 +35,7 @@ async def run(config: ControllerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await service.start()
+    gc_policy.freeze_startup()
     print(
         f"mqcontroller {config.controllerDLegerSelfId} started on {service.self_addr}",
         flush=True,
@@ -68,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key}={value}")
         return 0
     try:
+        gc_policy.apply()
         event_loop.run(run(config))
-    except event_loop.EventLoopChoiceError as exc:
+    except (event_loop.EventLoopChoiceError, gc_policy.GcThresholdError) as exc:
         print(f"mqcontroller: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

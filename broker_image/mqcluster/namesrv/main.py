@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from mqcluster.common import event_loop
+from mqcluster.common import event_loop, gc_policy
 from mqcluster.common.config import ConfigError, build_config, load_properties
 from mqcluster.namesrv.config import CONTROLLER_KEYS, NamesrvConfig
 from mqcluster.namesrv.embedded import (
@@ -59,6 +59,7 @@ async def serve(config: NamesrvConfig, props: dict[str, str], source: str) -> No
         if controller is not None:
             await controller.start()
             controller_started = True
+        gc_policy.freeze_startup()
         print(
             f"The Name Server boot success. serializeType=JSON, address {server.address}",
             flush=True,
@@ -79,8 +80,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     try:
         config, props, source = load(args)
+        gc_policy.apply()
         event_loop.run(serve(config, props, source))
-    except (ConfigError, EmbeddedControllerUnavailable, event_loop.EventLoopChoiceError) as exc:
+    except (ConfigError, EmbeddedControllerUnavailable, event_loop.EventLoopChoiceError,
+            gc_policy.GcThresholdError) as exc:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         sys.exit(1)
     except OSError as exc:
