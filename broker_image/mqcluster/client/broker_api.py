@@ -32,7 +32,7 @@ from mqcluster.broker.remoting_codec import (
 )
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import PullResult, PullStatus
-from mqcluster.client.send_header import send_header_v1, send_header_v2, send_response
+from mqcluster.client.send_header import send_header_v1, send_response, send_v2_frame
 from mqcluster.namesrv.protocol import TopicConfig, TopicConfigSerializeWrapper
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.header import Header
@@ -70,6 +70,12 @@ class BrokerApi:
             resp = await self.rpc.invoke(addr, cmd, timeout or self.timeout)
         except RpcError as exc:
             raise ClientError(str(exc)) from exc
+        return self._checked(addr, resp, ok)
+
+    @staticmethod
+    def _checked(addr: str, resp: RemotingCommand,
+                 ok: tuple[int, ...] = (BrokerResponseCode.SUCCESS,)) -> RemotingCommand:
+        """``resp``, if its code is one of ``ok``; else BrokerError."""
         if resp.code not in ok:
             raise BrokerError(resp.code, resp.remark, addr)
         return resp
@@ -108,12 +114,16 @@ class BrokerApi:
         default_queue_nums: int = 4,
     ) -> SendMessageResponseHeader:
         """SEND_MESSAGE_V2 of one message whose properties string is already encoded."""
-        fields = send_header_v2(
-            producer_group, topic, queue_id, born_timestamp, default_queue_nums,
-            flag=flag, properties=properties,
-        )  # fmt: skip
-        cmd = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body)
-        return send_response(addr, await self.call(addr, cmd))
+        def frame_for(opaque: int) -> bytes:
+            return send_v2_frame(opaque, producer_group, topic, queue_id, born_timestamp,
+                                 default_queue_nums, flag, properties, body)
+
+        try:
+            resp = await self.rpc.invoke_frame(addr, RequestCode.SEND_MESSAGE_V2, frame_for,
+                                               self.timeout)
+        except RpcError as exc:
+            raise ClientError(str(exc)) from exc
+        return send_response(addr, self._checked(addr, resp))
 
     async def send_batch(
         self,

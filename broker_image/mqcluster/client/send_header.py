@@ -7,9 +7,11 @@ them by hand keeps the per-request cost of the hot path low.
 
 from __future__ import annotations
 
-from mqcluster.broker.protocol import SendMessageResponseHeader
+import msgspec
+
+from mqcluster.broker.protocol import RequestCode, SendMessageResponseHeader
 from mqcluster.client.errors import ClientError
-from mqcluster.wire.frame import FrameError, RemotingCommand
+from mqcluster.wire.frame import FrameError, RemotingCommand, encode_frame, frame_of
 
 DEFAULT_TOPIC = "TBW102"
 
@@ -65,6 +67,40 @@ def send_header_v2(
         "k": "false",
         "m": "false",
     }
+
+
+_V2_CODE = int(RequestCode.SEND_MESSAGE_V2)
+_V2_HEADER = (
+    b'{"code":%d,"opaque":%d,"flag":0,"language":"PYTHON","version":0,"extFields":'
+    b'{"a":%s,"b":%s,"c":"' + DEFAULT_TOPIC.encode() + b'","d":"%d","e":"%d","f":"0",'
+    b'"g":"%d","h":"%d","i":%s,"j":"0","k":"false","m":"false"}}'
+)
+_json_string = msgspec.json.Encoder().encode
+
+
+def send_v2_frame(
+    opaque: int,
+    producer_group: str,
+    topic: str,
+    queue_id: int,
+    born_timestamp: int,
+    default_queue_nums: int,
+    flag: int,
+    properties: str,
+    body: bytes,
+) -> bytes:
+    """The SEND_MESSAGE_V2 frame ``encode_frame`` makes of ``send_header_v2``'s fields,
+    formatted straight from a template: less than half the time of the dict, the
+    command object and the general encoder, on every send."""
+    try:
+        header = _V2_HEADER % (
+            _V2_CODE, opaque, _json_string(producer_group), _json_string(topic),
+            default_queue_nums, queue_id, born_timestamp, flag, _json_string(properties))
+    except UnicodeEncodeError:  # a lone surrogate: the general encoder escapes it
+        fields = send_header_v2(producer_group, topic, queue_id, born_timestamp,
+                                default_queue_nums, flag=flag, properties=properties)
+        return encode_frame(RemotingCommand(_V2_CODE, opaque, ext_fields=fields, body=body))
+    return frame_of(header, body)
 
 
 def send_response(addr: str, resp: RemotingCommand) -> SendMessageResponseHeader:

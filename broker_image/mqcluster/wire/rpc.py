@@ -282,24 +282,40 @@ class Connection:
         for cb in self.registry.on_connection_closed:
             cb(self)
 
-    async def invoke(self, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+    def invoke(self, cmd: RemotingCommand,
+               timeout: float = 3.0) -> Coroutine[Any, Any, RemotingCommand]:
+        """Send ``cmd`` and await its response (``RpcError`` on close or timeout)."""
         if self.closed:
             raise RpcError(f"connection to {self.peer} closed")
         cmd.opaque = next(self._opaque)
+        return self._exchange(cmd.code, cmd.opaque, encode_frame(cmd), timeout)
+
+    def invoke_frame(self, code: int, frame_for: Callable[[int], bytes],
+                     timeout: float = 3.0) -> Coroutine[Any, Any, RemotingCommand]:
+        """``invoke`` of a request written straight to its frame, ``frame_for(opaque)``
+        (a hot path's template). Neither is a coroutine function: the caller awaits the
+        exchange itself, one coroutine fewer per request."""
+        if self.closed:
+            raise RpcError(f"connection to {self.peer} closed")
+        opaque = next(self._opaque)
+        return self._exchange(code, opaque, frame_for(opaque), timeout)
+
+    async def _exchange(self, code: int, opaque: int, frame: bytes,
+                        timeout: float) -> RemotingCommand:
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[cmd.opaque] = fut
+        self._pending[opaque] = fut
         self._deadlines.add(fut, timeout)
         try:
-            self.writer.write(encode_frame(cmd))
+            self.writer.write(frame)
             if self.writer.backed_up:
                 await self.writer.drain()
             return await fut
         except TimeoutError as exc:  # (an OSError: caught first)
-            raise RpcError(f"request code {cmd.code} to {self.peer} timed out") from exc
+            raise RpcError(f"request code {code} to {self.peer} timed out") from exc
         except (ConnectionError, OSError) as exc:
             raise RpcError(f"send to {self.peer} failed: {exc}") from exc
         finally:
-            self._pending.pop(cmd.opaque, None)
+            self._pending.pop(opaque, None)
 
     async def send_oneway(self, cmd: RemotingCommand) -> None:
         if self.closed:
@@ -430,6 +446,12 @@ class RpcClient:
         # An open connection is taken without the coroutine of ``connection``.
         conn = self._open_connection(addr) or await self.connection(addr)
         return await conn.invoke(cmd, timeout)
+
+    async def invoke_frame(self, addr: str, code: int, frame_for: Callable[[int], bytes],
+                           timeout: float = 3.0) -> RemotingCommand:
+        """``Connection.invoke_frame`` on the connection to ``addr``."""
+        conn = self._open_connection(addr) or await self.connection(addr)
+        return await conn.invoke_frame(code, frame_for, timeout)
 
     async def send_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         conn = await self.connection(addr)
