@@ -32,6 +32,18 @@ class Measured:
     error: str = ""
 
 
+# What each system has done with a message when its publisher gets the acknowledgement,
+# as this bench configures it: the throughput and latency rows compare these promises.
+ACKNOWLEDGED_WHEN = {
+    "mqcluster controller": "written by all 3 replicas (allAckInSyncStateSet), in their page "
+                            "cache: ASYNC_FLUSH fsyncs within flushIntervalCommitLog (500 ms)",
+    "mqcluster dledger": "fsynced by a majority (2 of 3) in their Raft logs",
+    "RabbitMQ quorum queue": "written to the write-ahead log of a majority (2 of 3), which "
+                             "fsyncs before it confirms (publisher confirms)",
+    "NATS JetStream": "stored by a majority (2 of 3), in their page cache: fsync every "
+                      "2 minutes (sync_interval's default)",
+}
+
 Metric = tuple[str, str, Callable[[Measured], float | None]]
 
 METRICS: list[Metric] = [
@@ -92,6 +104,10 @@ def peer_rows(results: list[Measured]) -> list[Row]:
     for m in ok:
         rows.append(Row(NAME, f"{m.system}: server CPU per message (pipelined)",
                         sum_servers(m) if m.cpu_us else None, "us/msg", note=cpu_note(m)))
+    for m in ok:
+        if m.system in ACKNOWLEDGED_WHEN:
+            rows.append(Row(NAME, f"{m.system}: acknowledged when", None,
+                            note=ACKNOWLEDGED_WHEN[m.system]))
     return rows
 
 

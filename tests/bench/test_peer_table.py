@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench import Row
-from bench.peer_table import Measured, peer_rows, ratio
+from bench.peer_table import ACKNOWLEDGED_WHEN, OURS, Measured, peer_rows, ratio
 
 
 def fake(system: str, scale: float) -> Measured:
@@ -50,6 +50,15 @@ def test_a_peer_that_could_not_start_gets_one_row_with_the_error() -> None:
     failed = [r for r in rows if r.metric.startswith("RabbitMQ")]
     assert len(failed) == 1
     assert failed[0].value is None and failed[0].note == "RuntimeError: boom"
+
+
+def test_each_system_says_what_its_acknowledgement_means() -> None:
+    rows = peer_rows([fake("mqcluster dledger", 1), fake("NATS JetStream", 1),
+                      Measured("RabbitMQ quorum queue", error="RuntimeError: boom")])
+    said = {r.metric: r.note for r in rows if r.metric.endswith(": acknowledged when")}
+    assert said == {"mqcluster dledger: acknowledged when": ACKNOWLEDGED_WHEN["mqcluster dledger"],
+                    "NATS JetStream: acknowledged when": ACKNOWLEDGED_WHEN["NATS JetStream"]}
+    assert set(ACKNOWLEDGED_WHEN) == {*OURS, "RabbitMQ quorum queue", "NATS JetStream"}
 
 
 def test_ratio_of_missing_or_zero_is_not_available() -> None:
