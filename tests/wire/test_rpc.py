@@ -54,6 +54,30 @@ async def test_an_unanswered_request_times_out_and_the_connection_goes_on(echo_s
         await client.close()
 
 
+async def test_a_request_written_as_its_own_frame_gets_its_answer_by_opaque(echo_server) -> None:
+    client = RpcClient()
+    addr = f"127.0.0.1:{echo_server.port}"
+    opaques: list[int] = []
+
+    def frame_for(opaque: int) -> bytes:
+        opaques.append(opaque)
+        return encode_frame(RemotingCommand(1, opaque, ext_fields={"k": "v"}, body=b"hi"))
+
+    try:
+        first = await client.invoke_frame(addr, 1, frame_for)
+        second = await client.invoke_frame(addr, 1, frame_for)
+        assert opaques[0] != opaques[1]
+        assert (first.opaque, first.body, first.ext_fields) == (opaques[0], b"hi", {"k": "v"})
+        assert second.opaque == opaques[1]
+        conn = await client.connection(addr)
+        await conn.close()
+        with pytest.raises(RpcError, match="closed"):
+            await conn.invoke_frame(1, frame_for)
+        assert len(opaques) == 2  # a closed connection builds no frame
+    finally:
+        await client.close()
+
+
 async def test_concurrent_requests_are_matched_by_opaque(echo_server) -> None:
     client = RpcClient()
     addr = f"127.0.0.1:{echo_server.port}"
