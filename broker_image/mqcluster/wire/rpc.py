@@ -285,10 +285,11 @@ class Connection:
     def invoke(self, cmd: RemotingCommand,
                timeout: float = 3.0) -> Coroutine[Any, Any, RemotingCommand]:
         """Send ``cmd`` and await its response (``RpcError`` on close or timeout)."""
-        if self.closed:
-            raise RpcError(f"connection to {self.peer} closed")
-        cmd.opaque = next(self._opaque)
-        return self._exchange(cmd.code, cmd.opaque, encode_frame(cmd), timeout)
+        def frame_for(opaque: int) -> bytes:
+            cmd.opaque = opaque
+            return encode_frame(cmd)
+
+        return self.invoke_frame(cmd.code, frame_for, timeout)
 
     def invoke_frame(self, code: int, frame_for: Callable[[int], bytes],
                      timeout: float = 3.0) -> Coroutine[Any, Any, RemotingCommand]:
