@@ -51,6 +51,8 @@ from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcError
 log = logging.getLogger(__name__)
 
 RETRY_S = 0.5
+JOB_ERRORS = (ControllerError, ClientError, RpcError, OSError, TimeoutError, ValueError)
+"""What a talk with the controller or another broker may fail with: logged, retried."""
 MASTER_INFO_TRIES = 4
 
 
@@ -160,8 +162,13 @@ class ReplicasManager:
             self.broker_id = reg.broker_id
             log.info("registered with the controller as broker %d of %s", reg.broker_id,
                      cfg.brokerName)
-            await self._heartbeat()
-            await self.apply(reg.replica_info)
+            try:
+                await self._heartbeat()
+                await self.apply(reg.replica_info)
+            except JOB_ERRORS as exc:
+                # Registered all the same: the periodic heartbeat and replica-info jobs
+                # below take over, where an escaping error would end them all.
+                log.info("first heartbeat or role after registration failed: %s", exc)
         loop = asyncio.get_running_loop()
         self._tasks += [
             loop.create_task(self._every(cfg.brokerHeartbeatInterval, self._heartbeat)),
@@ -176,8 +183,7 @@ class ReplicasManager:
             await asyncio.sleep(period_ms / 1000)
             try:
                 await job()
-            except (ControllerError, ClientError, RpcError, OSError, TimeoutError,
-                    ValueError) as exc:
+            except JOB_ERRORS as exc:
                 log.info("%s failed: %s", getattr(job, "__name__", "job"), exc)
             except Exception:
                 log.exception("replicas manager job failed")
