@@ -5,6 +5,10 @@ can hang until the inactivity timer fires; explicit server and client timeouts
 make every stream end and be replaced on a schedule. Each value can be
 overridden by an environment variable (seconds).
 
+The server timeout is sent as the watch's ``timeoutSeconds`` query parameter, which the
+API server parses as an integer: ``300.0`` gets every watch refused with
+``400 strconv.ParseInt``, so it is a whole number of seconds, and its variable too.
+
 With peering, instances of equal priority all pause: each replica takes a priority
 derived from its pod name (``POD_NAME``), so one of two is active and the other
 stands by.
@@ -18,8 +22,9 @@ from collections.abc import Mapping
 
 import kopf
 
+SERVER_TIMEOUT = "MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS"
+DEFAULT_SERVER_TIMEOUT = 300
 DEFAULTS: dict[str, float] = {
-    "MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS": 300.0,
     "MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS": 330.0,
     "MQCLUSTER_WATCH_CONNECT_TIMEOUT_SECONDS": 30.0,
     "MQCLUSTER_API_REQUEST_TIMEOUT_SECONDS": 60.0,
@@ -42,8 +47,24 @@ def _seconds(env: Mapping[str, str], name: str) -> float:
     return value
 
 
+def _whole_seconds(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ValueError(
+            f"environment variable {name} must be a whole number of seconds"
+            f" (the API server takes an integer timeoutSeconds): {raw!r}"
+        ) from None
+    if value <= 0:
+        raise ValueError(f"environment variable {name} must be positive: {raw!r}")
+    return value
+
+
 def configure(settings: kopf.OperatorSettings, env: Mapping[str, str] = os.environ) -> None:
-    settings.watching.server_timeout = _seconds(env, "MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS")
+    settings.watching.server_timeout = _whole_seconds(env, SERVER_TIMEOUT, DEFAULT_SERVER_TIMEOUT)
     settings.watching.client_timeout = _seconds(env, "MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS")
     settings.watching.connect_timeout = _seconds(env, "MQCLUSTER_WATCH_CONNECT_TIMEOUT_SECONDS")
     settings.networking.request_timeout = _seconds(env, "MQCLUSTER_API_REQUEST_TIMEOUT_SECONDS")

@@ -37,3 +37,21 @@ def test_bad_override_names_the_variable(raw: str) -> None:
             kopf.OperatorSettings(), env={"MQCLUSTER_WATCH_CLIENT_TIMEOUT_SECONDS": raw}
         )
 
+
+
+def test_the_watch_server_timeout_is_sent_as_an_integer() -> None:
+    """kopf sends ``str(server_timeout)`` as ``timeoutSeconds``; the API server refuses
+    ``300.0`` (strconv.ParseInt), so the default and an override are whole numbers."""
+    for env, want in (({}, "300"), ({"MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS": "45"}, "45")):
+        settings = kopf.OperatorSettings()
+        kopf_settings.configure(settings, env=env)
+        assert isinstance(settings.watching.server_timeout, int)
+        assert str(settings.watching.server_timeout) == want
+
+
+@pytest.mark.parametrize("raw", ["300.0", "1e3", "soon", "0", "-5"])
+def test_a_server_timeout_that_is_not_a_whole_positive_number_is_refused(raw: str) -> None:
+    with pytest.raises(ValueError, match="MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS"):
+        kopf_settings.configure(
+            kopf.OperatorSettings(), env={"MQCLUSTER_WATCH_SERVER_TIMEOUT_SECONDS": raw}
+        )
