@@ -90,6 +90,12 @@ def plan_upgrade(
     progress = f"{upgraded}/{spec.replicas} pods upgraded"
     if not outdated and len(pods) >= spec.replicas:
         if state:
+            # every pod at the new revision is not yet a finished roll: the last one
+            # restarted is done only once it is back and Ready
+            waiting = unfinished(pods, state)
+            if waiting is not None:
+                return UpgradeStep(status={**state, "progress": progress}, condition=(
+                    True, "Waiting", f"{waiting} ({progress})"))
             return UpgradeStep(
                 status={}, condition=(False, "UpToDate", f"all pods at revision {update_revision}"),
                 events=(("Normal",
@@ -197,6 +203,19 @@ def next_step(
     )
 
 
+def unfinished(pods: Sequence[PodInfo], state: Mapping[str, Any]) -> str | None:
+    """Why a roll whose pods are all at the new revision has not finished, or None."""
+    by_name = {p.name: p for p in pods}
+    for pod_name, uid in (state.get("deleted") or {}).items():
+        pod = by_name.get(pod_name)
+        if pod is None or pod.uid == uid:
+            return f"waiting for {pod_name} to be recreated"
+    waiting = sorted(p.name for p in pods if not p.ready or p.terminating)
+    if waiting:
+        return f"waiting for {', '.join(waiting)} to be Ready"
+    return None
+
+
 def degraded(
     spec: BrokerGroupSpec, name: str, pods: Sequence[PodInfo], outdated: Sequence[str],
     in_sync: set[str], master: str | None,
@@ -228,14 +247,9 @@ def settled_pods(
     """Why the group is not ready for the next step, or None."""
     if len(pods) < spec.replicas:
         return f"{spec.replicas - len(pods)} pod(s) missing"
-    by_name = {p.name: p for p in pods}
-    for pod_name, uid in (state.get("deleted") or {}).items():
-        pod = by_name.get(pod_name)
-        if pod is None or pod.uid == uid:
-            return f"waiting for {pod_name} to be recreated"
-    waiting = sorted(p.name for p in pods if not p.ready or p.terminating)
-    if waiting:
-        return f"waiting for {', '.join(waiting)} to be Ready"
+    waiting = unfinished(pods, state)
+    if waiting is not None:
+        return waiting
     if spec.mode == "Controller" and master is not None:
         behind = sorted(p.name for p in pods
                         if p.name not in in_sync and p.name not in learners(spec, name))

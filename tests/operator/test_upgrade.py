@@ -375,3 +375,25 @@ def test_a_handover_that_has_not_happened_is_asked_for_again_until_the_timeout()
                           status(upgrade={**ROLLING, "switchoverTo": "bg-1", "askedAt": 100.0}),
                           111)
     assert switch.switchover_to == "bg-1" and switch.transfer_to is None
+
+
+def test_a_roll_is_finished_only_once_the_last_restarted_pod_is_ready() -> None:
+    """Every pod at the new revision is not enough: the old master, restarted last, must be
+    back (a new uid) and Ready before Upgrading turns False/UpToDate."""
+    revs = {"bg-0": "r2", "bg-1": "r2", "bg-2": "r2"}
+    state = {**ROLLING, "deleted": {"bg-0": "u0"}}
+    uids = {"bg-0": "n0", "bg-1": "n1", "bg-2": "n2"}
+    recreated_not_ready = [PodInfo("bg-0", None, "slave", False, "n0"),
+                           *pods(uids, master="bg-1")[1:]]
+    step = plan_upgrade(SPEC, "bg", "r2", recreated_not_ready, revs,
+                        status(master="bg-1", upgrade=state), 107)
+    assert step.condition and step.condition[:2] == (True, "Waiting")
+    assert "bg-0 to be Ready" in step.condition[2] and not step.events
+    assert step.status and step.status["revision"] == "r2"
+    # the old pod (same uid) still listed: not recreated yet
+    step = plan_upgrade(SPEC, "bg", "r2", pods({**uids, "bg-0": "u0"}, master="bg-1"), revs,
+                        status(master="bg-1", upgrade=state), 107)
+    assert step.condition and "bg-0 to be recreated" in step.condition[2]
+    done = plan_upgrade(SPEC, "bg", "r2", pods(uids, master="bg-1"), revs,
+                        status(master="bg-1", upgrade=state), 108)
+    assert done.status == {} and done.condition and done.condition[:2] == (False, "UpToDate")
