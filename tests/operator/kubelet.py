@@ -27,32 +27,17 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import os
-import re
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mqcluster_operator import names
 from mqcluster_operator.k8s import Api, ApiError, Ref
-from mqcluster_operator.local.plan import localize, pod_configs
-from mqcluster_operator.manifests import pods as pod_manifests
 from tests.broker.procs import Proc
 
 from .emulator import Emulator
-
-MODULES = {"mqbroker": "mqcluster.broker.main", "mqnamesrv": "mqcluster.namesrv.main",
-           "mqcontroller": "mqcluster.controller.main"}
-BOOT_MARKERS = {"mqbroker": "boot success", "mqnamesrv": "boot success",
-                "mqcontroller": "controller started"}
-
-
-def ip_prefix() -> str:
-    """A /24 of 127/8 for this test process: concurrent test runs on the host (and the
-    tests that use 127.0.0.x) bind the same fixed ports (10911, 9876)."""
-    return f"127.{30 + os.getpid() % 200}.0"
+from .pod_process import Addresses, Container, start_process
 
 
 def revision_of(template: dict[str, Any]) -> str:
@@ -73,8 +58,7 @@ class LocalKubelet:
     namespace: str
     workdir: Path
     ip_base: int = 40
-    ip_prefix: str = field(default_factory=ip_prefix)
-    ips: dict[str, str] = field(default_factory=dict)
+    addresses: Addresses = field(init=False)
     running: dict[str, PodProcess] = field(default_factory=dict)
     starting: set[str] = field(default_factory=set)
     started: list[str] = field(default_factory=list)
@@ -85,30 +69,22 @@ class LocalKubelet:
     """Pods left in ImagePullBackOff, and their uids."""
     _task: asyncio.Task[None] | None = None
 
+    def __post_init__(self) -> None:
+        self.addresses = Addresses(self.ip_base)
+
     def ip_of(self, pod: str) -> str:
-        if pod not in self.ips:
-            self.ips[pod] = f"{self.ip_prefix}.{self.ip_base + len(self.ips)}"
-        return self.ips[pod]
+        return self.addresses.ip_of(pod)
 
     def resolve(self, address: str) -> str:
         """``bg-1.bg-headless.ns.svc:10911`` (or a URL holding one) -> ``127.n.0.x:10911``."""
-        def local(m: re.Match[str]) -> str:
-            return self.ip_of(m.group(1))  # stable per pod name, whoever asks first
-        return re.sub(r"\b([a-z][a-z0-9-]*-\d+)\.[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*", local,
-                      address)
+        return self.addresses.resolve(address)
 
     def statefulsets(self) -> list[dict[str, Any]]:
         return [s for s in self.emulator.all("apps/v1/statefulsets")
                 if s["metadata"].get("namespace") == self.namespace]
 
     def hosts(self) -> dict[str, str]:
-        out = {}
-        for sts in self.statefulsets():
-            name, spec = sts["metadata"]["name"], sts["spec"]
-            for i in range(max(int(spec.get("replicas") or 0), 1)):
-                pod = names.pod(name, i)
-                out[f"{pod}.{spec['serviceName']}"] = self.ip_of(pod)
-        return out
+        return self.addresses.hosts(self.statefulsets())
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._loop())
@@ -214,27 +190,13 @@ class LocalKubelet:
             if container["image"] in self.broken_images:
                 await self.pull_fails(template, pod, revision)
                 return
-            script = container["command"][-1]
-            conf = re.search(r"cat \S+/(\S+) ", script)
-            command = re.search(r"exec (\S+) -c", script)
-            assert conf and command, script
-            config_map = next(v["configMap"]["name"] for v in template["spec"]["volumes"]
-                              if "configMap" in v)
+            config_map = Container.of(template["spec"]).config_map
             data = (self.emulator.live("v1/configmaps", self.namespace, config_map) or {})["data"]
-            props = pod_configs(data, conf.group(1), ordinal + 1)[ordinal]
             root = self.workdir / pod
-            ip = self.ip_of(pod)
-            local = localize(props, self.hosts(), root, ip)
             await self.claim(sts, pod, root)
-            root.mkdir(parents=True, exist_ok=True)
-            for init in template["spec"].get("initContainers") or []:
-                await self.run_init(init, root)
-            conf_path = root / "pod.conf"
-            conf_path.write_text("".join(f"{k}={v}\n" for k, v in local.items()))
-            tool = command.group(1)
-            proc = Proc(pod, [sys.executable, "-m", MODULES[tool], "-c", str(conf_path)],
-                        root / "pod.log")
-            await proc.start(BOOT_MARKERS[tool])
+            proc = await start_process(pod, ordinal, template["spec"], data, root,
+                                       self.ip_of(pod), self.hosts())
+            ip = self.ip_of(pod)
             labels = {**template["metadata"].get("labels", {}),
                       "controller-revision-hash": revision,
                       "statefulset.kubernetes.io/pod-name": pod}
@@ -269,13 +231,3 @@ class LocalKubelet:
                                                  "message": "Back-off pulling image"}}}]},
         })
         self.stuck[pod] = created["metadata"]["uid"]
-
-    async def run_init(self, init: dict[str, Any], root: Path) -> None:
-        argv = [sys.executable if a == "python" else a.replace(pod_manifests.DATA_DIR, str(root))
-                for a in init["command"]]
-        child = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await child.communicate()
-        if child.returncode != 0:
-            raise RuntimeError(f"init container {init['name']} failed: {out.decode()}")
-        (root / "init.log").open("ab").write(out)
