@@ -1,7 +1,10 @@
 """``python -m chaos [--duration S] [--seed N] [--scenarios controller,dledger]``:
 run the chaos scenarios one after another (the duration is shared between them) and
 print one table; exit 1 when any scenario lost, duplicated or reordered a message,
-left the replicas different, or failed to run."""
+left the replicas different, or failed to run.
+
+``python -m chaos fuzz [--frames N]`` throws hostile frames at every listener of both
+groups instead (``chaos.fuzz``)."""
 
 from __future__ import annotations
 
@@ -52,7 +55,12 @@ async def run(a: argparse.Namespace, seed: int, workdir: Path) -> list[ScenarioR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    a = parse_args(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["fuzz"]:
+        from chaos.fuzz import main as fuzz_main
+
+        return fuzz_main(args[1:])
+    a = parse_args(args)
     unknown = set(a.scenarios.split(",")) - set(CLUSTERS)
     if unknown:
         print(f"unknown scenario(s): {', '.join(sorted(unknown))}", file=sys.stderr)

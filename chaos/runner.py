@@ -85,10 +85,12 @@ def say(message: str) -> None:
 
 
 async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
-                       fault_names: list[str] | None = None) -> ScenarioResult:
+                       fault_names: list[str] | None = None,
+                       faults: list[Fault] | None = None) -> ScenarioResult:
+    """``faults`` replaces the mode's fault kinds (``fault_names`` picks among them)."""
     rng = random.Random(seed)
     result = ScenarioResult(mode, seed, workdir=workdir)
-    faults = faults_for(mode, fault_names)
+    faults = faults if faults is not None else faults_for(mode, fault_names)
     workdir.mkdir(parents=True, exist_ok=True)
     histories = [workdir / "producer.jsonl", workdir / "consumer.jsonl"]
     net = Network()
@@ -116,11 +118,13 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
         await workers[1].start()
         deadline = time.monotonic() + duration
         plan: list[Fault] = []
+        rounds = 0
         while True:
             if not plan:  # a round is never cut short: every kind gets its turn
-                if time.monotonic() >= deadline:
+                if rounds and time.monotonic() >= deadline:
                     break
                 plan = schedule(faults, rng)
+                rounds += 1
             fault = plan.pop(0)
             step = f"injecting {fault.name}"
             what = await fault.inject(cluster, rng)
