@@ -18,7 +18,9 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from mqcluster.common.config import ConfigError, RocketConfig, load_config
+from mqcluster.common.config import ConfigError, load_config
+from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
+from mqcluster.wire.server_keys import ServerLimitKeys
 
 Port = Annotated[int, Field(ge=1, le=65535)]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -26,6 +28,8 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 
 MASTER_ID = 0
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+FRAME_OVERHEAD = 64 * 1024
+"""Room for a message's header and properties in a frame beyond its body."""
 
 _ADDR_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 _PEER_RE = re.compile(r"^([A-Za-z0-9_\-]+)-([A-Za-z0-9_.\-\[\]:]+:\d{1,5})$")
@@ -81,7 +85,10 @@ def _default_store_root() -> str:
     return str(Path.home() / "store")
 
 
-class BrokerConfig(RocketConfig):
+class BrokerConfig(ServerLimitKeys):
+    """The remoting limits (serverFrameMaxLength, ...) are ``ServerLimitKeys``; they apply
+    to the remoting port and, in DLedger mode, to the Raft port."""
+
     # identity
     brokerClusterName: str = Field(default="DefaultCluster", min_length=1)
     brokerName: str = Field(default_factory=socket.gethostname, min_length=1)
@@ -226,6 +233,10 @@ class BrokerConfig(RocketConfig):
     def metrics_enabled(self) -> bool:
         return self.metricsExporterType == MetricsExporterType.PROM
 
+    def default_frame_max_length(self) -> int:
+        """16 MiB, or room for a batch of two messages of maxMessageSize if more."""
+        return max(DEFAULT_MAX_FRAME_SIZE, self.maxMessageSize * 2 + FRAME_OVERHEAD)
+
     # ---- cross-field rules ---------------------------------------------
 
     def cross_field_problems(self) -> list[tuple[str, str]]:
@@ -249,6 +260,16 @@ class BrokerConfig(RocketConfig):
                 (
                     "minInSyncReplicas",
                     f"{self.minInSyncReplicas} exceeds inSyncReplicas={self.inSyncReplicas}",
+                )
+            )
+        if self.serverFrameMaxLength is not None \
+                and self.serverFrameMaxLength < self.maxMessageSize + FRAME_OVERHEAD:
+            problems.append(
+                (
+                    "serverFrameMaxLength",
+                    f"{self.serverFrameMaxLength} cannot carry a message of maxMessageSize="
+                    f"{self.maxMessageSize} (needs at least "
+                    f"{self.maxMessageSize + FRAME_OVERHEAD})",
                 )
             )
         if self.maxMessageSize >= self.mappedFileSizeCommitLog:

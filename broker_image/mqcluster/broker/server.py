@@ -25,12 +25,10 @@ from mqcluster.broker.registration import start_registrar
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.broker.store_factory import create_store
 from mqcluster.namesrv.client import BrokerRegistrar
-from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
+from mqcluster.wire.limits import set_process_limits
 from mqcluster.wire.rpc import RpcServer
 
 log = logging.getLogger(__name__)
-
-FRAME_OVERHEAD = 64 * 1024
 
 
 class Stoppable(Protocol):
@@ -79,6 +77,9 @@ class BrokerServer:
 
     async def start(self) -> None:
         cfg = self.config
+        limits = cfg.server_limits()
+        # (also the limits of the DLedger Raft port, which the Raft runner opens itself)
+        set_process_limits(limits)
         store = create_store(cfg)
         await store.start()
         ctx = self.ctx = BrokerContext.create(cfg, store)
@@ -93,13 +94,8 @@ class BrokerServer:
             ctx.ha_lag = self.classic.lag_bytes
         gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
         registry.on_connection_closed.append(lambda _conn: gauge.dec())
-        self.rpc = _CountingRpcServer(
-            cfg.bindAddress,
-            cfg.listenPort,
-            registry,
-            max_frame_size=max(DEFAULT_MAX_FRAME_SIZE, cfg.maxMessageSize * 2 + FRAME_OVERHEAD),
-            on_accept=gauge.inc,
-        )
+        self.rpc = RpcServer(cfg.bindAddress, cfg.listenPort, registry, limits=limits,
+                             on_accept=lambda _conn: gauge.inc())
         await self.rpc.start()
         if cfg.metrics_enabled:
             host = cfg.metricsPromExporterHost or cfg.bindAddress
@@ -168,14 +164,3 @@ class BrokerServer:
             self._store_closed = True
             await self.ctx.store.shutdown()
 
-
-class _CountingRpcServer(RpcServer):
-    """RpcServer that reports each accepted connection (for the connections gauge)."""
-
-    def __init__(self, *args: Any, on_accept: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._on_accept = on_accept
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._on_accept()
-        await super()._accept(reader, writer)

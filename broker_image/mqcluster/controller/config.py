@@ -20,7 +20,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mqcluster.common.config import ConfigError, RocketConfig, build_config, load_config
+from mqcluster.common.config import ConfigError, build_config, load_config
+from mqcluster.wire.server_keys import ServerLimitKeys
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -44,7 +45,10 @@ def format_peers(peers: dict[str, str]) -> str:
     return ";".join(f"{k}-{v}" for k, v in peers.items())
 
 
-class ControllerConfig(RocketConfig):
+class ControllerConfig(ServerLimitKeys):
+    """The remoting limits (serverFrameMaxLength, ...) are ``ServerLimitKeys``: they apply
+    to the controller's one port, which its Raft peers share."""
+
     listenPort: int = Field(default=9878, ge=0, le=65535)
     metricsPromExporterPort: int = Field(default=0, ge=0, le=65535)
     """0: no metrics endpoint."""

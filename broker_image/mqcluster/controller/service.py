@@ -145,7 +145,8 @@ class ControllerService:
         factory = consensus_factory or _default_consensus_factory(config)
         self.consensus: Consensus = factory(self.sm, self.registry)
         host, port = split_addr(self.self_addr)
-        self.server = RpcServer(_bind_host(host), port, self.registry)
+        self.server = RpcServer(_bind_host(host), port, self.registry,
+                                limits=config.server_limits())
         self.notify_rpc = RpcClient(connect_timeout=0.5)
         self.metrics_server: MetricsServer | None = None
         self.recent_elections: deque[ElectionRecord] = deque(maxlen=64)

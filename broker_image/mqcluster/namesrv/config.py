@@ -1,12 +1,13 @@
-"""Name server configuration: RocketMQ's NamesrvConfig and NettyServerConfig keys."""
+"""Name server configuration: RocketMQ's NamesrvConfig and NettyServerConfig keys; the
+remoting limits (serverFrameMaxLength, serverMaxConnections, ...) are ``ServerLimitKeys``."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from mqcluster.common.config import RocketConfig
 from mqcluster.namesrv.protocol import DEFAULT_NAMESRV_PORT
 from mqcluster.namesrv.route_info import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
+from mqcluster.wire.server_keys import ServerLimitKeys
 
 CONTROLLER_KEYS = frozenset(
     {
@@ -29,7 +30,7 @@ CONTROLLER_KEYS = frozenset(
 """Keys of the embedded controller, read from the same file (see the controller's config)."""
 
 
-class NamesrvConfig(RocketConfig):
+class NamesrvConfig(ServerLimitKeys):
     listenPort: int = Field(default=DEFAULT_NAMESRV_PORT, ge=0, le=65535)
     bindAddress: str = "0.0.0.0"
     rocketmqHome: str = ""

@@ -31,7 +31,8 @@ class NamesrvServer:
         )
         self.registry = registry or HandlerRegistry()
         NamesrvProcessor(self.routes).install(self.registry)
-        self.rpc = RpcServer(config.bindAddress, config.listenPort, self.registry)
+        self.rpc = RpcServer(config.bindAddress, config.listenPort, self.registry,
+                             limits=config.server_limits())
         self._scan_task: asyncio.Task[None] | None = None
 
     @property

@@ -86,6 +86,8 @@ class RemotingCommand:
             return json.loads(self.body.decode("utf-8")) if self.body else None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise FrameError(f"body is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise FrameError("body is not valid JSON: nested too deeply") from None
 
 
 def encode_frame(cmd: RemotingCommand) -> bytes:
@@ -157,6 +159,9 @@ def _decode_header(raw: bytes | memoryview) -> _WireHeader:
         raise FrameError(f"header is malformed: {exc}") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise FrameError(f"header is not valid JSON: {exc}") from None
+    except RecursionError:
+        # (msgspec descends into a field it then ignores: ``{"x": [[[[...`` 200,000 deep)
+        raise FrameError("header is nested too deeply") from None
 
 
 class FrameDecoder:
@@ -214,4 +219,10 @@ class FrameDecoder:
 
     @property
     def buffered(self) -> int:
+        """Bytes of an incomplete frame held: only what has arrived, never the length
+        its prefix announces."""
         return len(self._buf)
+
+    def reset(self) -> None:
+        """Drop the incomplete frame (its connection is closing): frees its memory now."""
+        self._buf = bytearray()

@@ -7,6 +7,13 @@ flight the reader stops reading, so TCP pushes back on a fast sender.
 A malformed or oversized frame closes that connection only, with a logged reason.
 Frames written in one turn of the loop leave together (``CoalescingWriter``).
 
+A server enforces its ``ServerLimits`` (see ``limits``): connections past the
+maximum are closed on accept; the bytes of partial frames held across all its
+connections come out of one ``ByteBudget``, and the read that would exceed it
+closes its own connection; a periodic sweep closes connections idle too long and
+those whose partial frame has not arrived whole in time. Those close lines are
+rate-limited per kind: a flood of bad connections is one line per interval.
+
 Handlers registered with ``register_sync`` are plain functions called in the
 reader itself, in frame order, with no task per frame: for cheap one-way
 messages (Raft) whose handler never waits. Handlers registered with
@@ -20,9 +27,11 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from mqcluster.wire.budget import ByteBudget
 from mqcluster.wire.coalesce import CoalescingWriter
 from mqcluster.wire.deadlines import Deadlines
 from mqcluster.wire.frame import (
@@ -35,8 +44,12 @@ from mqcluster.wire.frame import (
     decode_frame,
     encode_frame,
 )
+from mqcluster.wire.limits import ServerLimits, process_limits
+from mqcluster.wire.ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
+_closing_log = RateLimitedLog(log)
+"""Close reasons of connections that belong to no server (a client's own)."""
 
 Handler = Callable[[RemotingCommand, "Connection"], Awaitable[RemotingCommand | None]]
 SyncHandler = Callable[[RemotingCommand, "Connection"], "RemotingCommand | None"]
@@ -51,6 +64,10 @@ STREAM_LIMIT = 1 << 20  # StreamReader buffer limit (it pauses the socket at twi
 
 class RpcError(Exception):
     """A request failed: connection lost, timed out, or the peer is unreachable."""
+
+
+class LimitExceeded(FrameError):
+    """The connection went past one of its server's limits and is closed."""
 
 
 class HandlerRegistry:
@@ -147,11 +164,22 @@ class Connection:
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_in_flight: int = 256,
+        budget: ByteBudget | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        closing_log: RateLimitedLog = _closing_log,
     ) -> None:
         self.reader = reader
         self.writer = CoalescingWriter(writer)
         self.registry = registry or HandlerRegistry()
         self.decoder = FrameDecoder(max_frame_size)
+        # Partial-frame bytes held (taken from ``budget``), when the oldest held byte
+        # of the current frame arrived, and when anything last arrived.
+        self._budget = budget
+        self._held = 0
+        self._clock = clock
+        self.partial_since: float | None = None
+        self.last_read = clock()
+        self._closing_log = closing_log
         # (Python 3.11 asks the kernel for the pid on every get_running_loop().)
         self._loop = asyncio.get_running_loop()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
@@ -184,11 +212,15 @@ class Connection:
                 if not data:
                     self.close_reason = "peer closed"
                     return
+                self.last_read = self._clock()
+                cmds = self.decoder.feed(data)
+                if self.decoder.buffered or self._held:
+                    self._track_partial(bool(cmds))
                 registry = self.registry
                 # Requests for batch handlers, gathered per handler until the end of
                 # this read (or until the in-flight limit is reached).
                 batches: dict[BatchHandler, list[RemotingCommand]] = {}
-                for cmd in self.decoder.feed(data):
+                for cmd in cmds:
                     if cmd.is_response:
                         fut = self._pending.pop(cmd.opaque, None)
                         if fut is not None and not fut.done():
@@ -212,15 +244,65 @@ class Connection:
                     else:
                         self._start(self._serve(cmd))
                 self._start_batches(batches)
+        except LimitExceeded as exc:
+            self._close_for("limit", str(exc))
         except FrameError as exc:
-            self.close_reason = f"malformed frame: {exc}"
-            log.warning("closing connection from %s: %s", self.peer, self.close_reason)
+            self._close_for("malformed", f"malformed frame: {exc}")
         except (ConnectionError, OSError) as exc:
             self.close_reason = f"connection error: {exc}"
         except asyncio.CancelledError:
             self.close_reason = self.close_reason or "closed"
+        except Exception as exc:
+            # (a bug, whatever the peer sent: this connection ends, the task does not fail)
+            self._close_for("internal", f"reader failed: {exc!r}")
         finally:
             self._shutdown()
+
+    def _track_partial(self, completed: bool) -> None:
+        """Account for the decoder's incomplete tail after a read: its bytes against the
+        server's budget, and the arrival time of its first byte (``completed``: this read
+        finished a frame, so the tail is a new frame)."""
+        held = self.decoder.buffered
+        grown = held - self._held
+        if grown > 0 and self._budget is not None and not self._budget.take(grown):
+            raise LimitExceeded(
+                f"partial frames of all connections would exceed "
+                f"{self._budget.limit} bytes (this one holds {held})")
+        if grown < 0 and self._budget is not None:
+            self._budget.give(-grown)
+        self._held = held
+        if not held:
+            self.partial_since = None
+        elif completed or self.partial_since is None:
+            self.partial_since = self.last_read
+
+    def _close_for(self, kind: str, reason: str) -> None:
+        self.close_reason = reason
+        self._closing_log.warning(kind, "closing connection from %s: %s", self.peer, reason)
+
+    def expired(self, now: float, idle_seconds: float,
+                frame_deadline_seconds: float) -> str | None:
+        """Why this connection is past its time at ``now``, or None: a partial frame
+        older than the deadline, or nothing read and nothing served for too long."""
+        since = self.partial_since
+        if frame_deadline_seconds and since is not None \
+                and now - since >= frame_deadline_seconds:
+            return (f"frame not whole {now - since:.0f} s after its first byte "
+                    f"({self._held} bytes arrived; limit {frame_deadline_seconds:g} s)")
+        if idle_seconds and not self._serving and not self._pending \
+                and now - self.last_read >= idle_seconds:
+            return f"idle for {now - self.last_read:.0f} s (limit {idle_seconds:g} s)"
+        return None
+
+    def abort(self, kind: str, reason: str) -> None:
+        """Close at once, dropping what is buffered either way (a limit was passed)."""
+        if self.closed:
+            return
+        self._close_for(kind, reason)
+        self._reader_task.cancel()
+        with contextlib.suppress(Exception):
+            self.writer.transport.abort()
+        self._shutdown()
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(work)
@@ -277,6 +359,11 @@ class Connection:
                 fut.set_exception(RpcError(f"connection to {self.peer} closed"))
         self._pending.clear()
         self._deadlines.close()
+        self.decoder.reset()
+        if self._budget is not None and self._held:
+            self._budget.give(self._held)
+        self._held = 0
+        self.partial_since = None
         with contextlib.suppress(Exception):
             self.writer.close()
         for cb in self.registry.on_connection_closed:
@@ -347,7 +434,11 @@ class Connection:
 
 
 class RpcServer:
-    """Accepts connections and serves requests from a HandlerRegistry."""
+    """Accepts connections and serves requests from a HandlerRegistry, within ``limits``
+    (the process's limits when none are given; ``max_frame_size`` overrides theirs).
+
+    ``clock`` (monotonic seconds) times idle connections and partial frames; ``sweep``
+    closes the ones past their time, and runs every ``sweep_interval`` seconds."""
 
     def __init__(
         self,
@@ -355,15 +446,38 @@ class RpcServer:
         port: int,
         registry: HandlerRegistry,
         *,
-        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_frame_size: int | None = None,
         max_in_flight: int = 256,
+        limits: ServerLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sweep_interval: float = 1.0,
+        on_accept: Callable[[Connection], None] | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.registry = registry
-        self.max_frame_size = max_frame_size
+        limits = limits or process_limits()
+        if max_frame_size is not None:
+            limits = ServerLimits(
+                max_frame_size=max_frame_size,
+                max_connections=limits.max_connections,
+                max_partial_bytes=max(limits.max_partial_bytes, max_frame_size),
+                idle_seconds=limits.idle_seconds,
+                frame_deadline_seconds=limits.frame_deadline_seconds,
+            )
+        self.limits = limits
+        self.max_frame_size = limits.max_frame_size
         self.max_in_flight = max_in_flight
+        self.budget = ByteBudget(limits.max_partial_bytes)
+        self.clock = clock
+        self.sweep_interval = sweep_interval
+        self.closing_log = RateLimitedLog(log, clock=clock)
+        self.on_accept = on_accept
+        """Called with each connection admitted (not with those refused)."""
         self.connections: set[Connection] = set()
+        self.refused = 0
+        """Connections closed on accept because the server had ``max_connections``."""
         self._server: asyncio.Server | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
@@ -371,11 +485,24 @@ class RpcServer:
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
+        if self.limits.idle_seconds or self.limits.frame_deadline_seconds:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop())
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.connections) >= self.limits.max_connections:
+            self.refused += 1
+            peer = writer.get_extra_info("peername")
+            self.closing_log.warning(
+                "connections", "refusing connection from %s: %d connections open (limit %d)",
+                peer, len(self.connections), self.limits.max_connections)
+            writer.transport.abort()
+            return
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
-                          max_in_flight=self.max_in_flight)
+                          max_in_flight=self.max_in_flight, budget=self.budget,
+                          clock=self.clock, closing_log=self.closing_log)
         self.connections.add(conn)
+        if self.on_accept is not None:
+            self.on_accept(conn)
         try:
             await conn.wait_closed()
         except asyncio.CancelledError:
@@ -384,7 +511,33 @@ class RpcServer:
         finally:
             self.connections.discard(conn)
 
+    def sweep(self) -> int:
+        """Close the connections idle too long or whose partial frame is past its
+        deadline, as of ``clock()``; how many were closed."""
+        now = self.clock()
+        idle, deadline = self.limits.idle_seconds, self.limits.frame_deadline_seconds
+        closed = 0
+        for conn in list(self.connections):
+            reason = conn.expired(now, idle, deadline)
+            if reason is not None:
+                conn.abort("expired", reason)
+                closed += 1
+        return closed
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("sweep of idle connections failed")
+
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):

@@ -1,0 +1,38 @@
+"""Log lines an attacker can trigger at will, at most one per kind per interval.
+
+The first event of a kind is logged at once; later ones within ``interval`` seconds are
+counted and the count rides on the next line logged for that kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+
+class RateLimitedLog:
+    def __init__(self, logger: logging.Logger, interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.interval = interval
+        self.clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def warning(self, kind: str, msg: str, *args: object) -> bool:
+        """Log ``msg % args`` unless a ``kind`` line went out less than ``interval`` ago;
+        True if it was logged."""
+        now = self.clock()
+        last = self._last.get(kind)
+        if last is not None and now - last < self.interval:
+            self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+            return False
+        self._last[kind] = now
+        skipped = self._suppressed.pop(kind, 0)
+        if skipped:
+            self.logger.warning(msg + " (and %d more like it since the last such line)",
+                                *args, skipped)
+        else:
+            self.logger.warning(msg, *args)
+        return True
