@@ -44,6 +44,7 @@ from mqcluster.store.message import (
     PROPERTY_TAGS,
     StoredMessage,
 )
+from mqcluster.store.validation import properties_text_problem, tag_problem
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
@@ -75,10 +76,25 @@ def encode_properties(props: dict[str, str]) -> str:
     return text
 
 
+def _check_text(text: str) -> None:
+    """The shared rules (``store.validation``): no control character but the separators."""
+    problem = properties_text_problem(text)
+    if problem is not None:
+        raise CodecError(problem)
+
+
+def _check_tags(tags: str | None) -> None:
+    if tags:
+        problem = tag_problem(tags)
+        if problem is not None:
+            raise CodecError(problem)
+
+
 def decode_properties(text: str | None) -> dict[str, str]:
     props: dict[str, str] = {}
     if not text:
         return props
+    _check_text(text)
     for item in text.split(PROPERTY_SEPARATOR):
         if not item:
             continue
@@ -116,6 +132,7 @@ class WireMessage:
     def _taking(cls, body: bytes, props: dict[str, str], flag: int) -> WireMessage:
         """Like ``from_properties`` but takes ownership of ``props`` (no copy)."""
         tags = props.pop(PROPERTY_TAGS, None) or None
+        _check_tags(tags)
         keys_text = props.pop(PROPERTY_KEYS, None)
         keys = [k for k in keys_text.split(KEY_SEPARATOR) if k] if keys_text else []
         return cls(body, tags, keys, props, flag)
@@ -189,6 +206,7 @@ class RawMessages:
 
 def _tags_of(text: str) -> str | None:
     """The TAGS value of a properties string; CodecError as ``decode_properties``'s."""
+    _check_text(text)
     tags = None
     for item in text.split(PROPERTY_SEPARATOR):
         if item:
@@ -197,6 +215,7 @@ def _tags_of(text: str) -> str | None:
                 raise CodecError(f"property entry {item!r} is not name\\x01value")
             if name == PROPERTY_TAGS:
                 tags = value
+    _check_tags(tags)
     return tags
 
 

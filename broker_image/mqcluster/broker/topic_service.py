@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.protocol import BrokerResponseCode
 from mqcluster.store.topic_config import TopicConfig
+from mqcluster.store.validation import group_name_problem, topic_name_problem
 
-TOPIC_MAX_LENGTH = 127
-_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY})
 
@@ -24,21 +22,19 @@ class TopicRejection:
     remark: str
 
 
-@functools.lru_cache(maxsize=4096)  # (every send checks its topic; rejections are frozen)
 def check_topic_name(topic: str) -> TopicRejection | None:
-    if not topic:
-        return TopicRejection(BrokerResponseCode.MESSAGE_ILLEGAL, "topic name is empty")
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return TopicRejection(
-            BrokerResponseCode.MESSAGE_ILLEGAL,
-            f"topic name is {len(topic)} characters, longer than {TOPIC_MAX_LENGTH}",
-        )
-    if not _TOPIC_RE.match(topic):
-        return TopicRejection(
-            BrokerResponseCode.MESSAGE_ILLEGAL,
-            f"topic name {topic!r} may contain only letters, digits, '%', '|', '_' and '-'",
-        )
-    return None
+    problem = topic_name_problem(topic)
+    return None if problem is None else _rejection(problem)
+
+
+@functools.lru_cache(maxsize=256)  # (rejections are frozen; the same few bad names recur)
+def _rejection(problem: str) -> TopicRejection:
+    return TopicRejection(BrokerResponseCode.MESSAGE_ILLEGAL, problem)
+
+
+def check_group_name(group: str, what: str = "consumer group") -> TopicRejection | None:
+    problem = group_name_problem(group, what)
+    return None if problem is None else TopicRejection(BrokerResponseCode.INVALID_REQUEST, problem)
 
 
 class TopicService:
