@@ -8,6 +8,7 @@ HeaderError naming it, answered with INVALID_REQUEST). Topic admin headers
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 from typing import Annotated
 
@@ -33,11 +34,22 @@ __all__ = [
 ]
 
 
-# Header field constraints, checked by ``from_ext``.
-NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
+# Header field constraints, checked by ``from_ext``: Java's int and long ranges, queue
+# ids and offsets never negative. (Names are checked by the handlers with the shared
+# rules of ``mqcluster.store.validation``; the lengths here only bound what is kept.)
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 NonEmptyStr127 = Annotated[str, msgspec.Meta(min_length=1, max_length=127)]
-NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
-PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+Int32 = Annotated[int, msgspec.Meta(ge=INT32_MIN, le=INT32_MAX)]
+Int64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
+NonNegInt = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)]
+QueueId = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
+AnyQueueId = Annotated[int, msgspec.Meta(ge=-1, le=INT32_MAX)]
+"""A send's queue id: -1 lets the broker choose."""
+Offset = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+Millis = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 
 
 class RequestCode(IntEnum):
@@ -83,16 +95,16 @@ class SendMessageRequestHeader(Header):
     producerGroup: str = "DEFAULT_PRODUCER"
     topic: NonEmptyStr127
     defaultTopic: str = "TBW102"
-    defaultTopicQueueNums: int = 4
-    queueId: int = -1
-    sysFlag: int = 0
-    bornTimestamp: int = 0
-    flag: int = 0
+    defaultTopicQueueNums: Int32 = 4
+    queueId: AnyQueueId = -1
+    sysFlag: Int32 = 0
+    bornTimestamp: Millis = 0
+    flag: Int32 = 0
     properties: str = ""
-    reconsumeTimes: int = 0
+    reconsumeTimes: NonNegInt = 0
     unitMode: bool = False
     batch: bool = False
-    maxReconsumeTimes: int | None = None
+    maxReconsumeTimes: Int32 | None = None
     bname: str | None = None
 
 
@@ -120,6 +132,14 @@ SendMessageRequestHeaderV2 = renamed(
     "SEND_MESSAGE_V2's header: SEND_MESSAGE's fields under one-letter wire names.")
 
 
+_V2_FIELD_IN_ERROR = re.compile(r"(?<=[:;] )([a-n])(?=: )")
+
+
+def v2_field_names(problem: str) -> str:
+    """A V2 header's error with each one-letter field also named: ``f (sysFlag): ...``."""
+    return _V2_FIELD_IN_ERROR.sub(lambda m: f"{m.group(1)} ({_V2_NAMES[m.group(1)]})", problem)
+
+
 def v1_to_v2(ext: dict[str, str]) -> dict[str, str]:
     return {_V1_NAMES.get(k, k): v for k, v in ext.items()}
 
@@ -136,15 +156,16 @@ class SendMessageResponseHeader(Header):
 
 class PullMessageRequestHeader(Header):
     consumerGroup: NonEmptyStr
-    topic: NonEmptyStr
-    queueId: NonNegInt
-    queueOffset: NonNegInt
+    topic: NonEmptyStr127
+    queueId: QueueId
+    queueOffset: Offset
     maxMsgNums: PositiveInt = 32
-    sysFlag: int = 0
-    commitOffset: int = 0
-    suspendTimeoutMillis: NonNegInt = 0
+    sysFlag: Int32 = 0
+    commitOffset: Annotated[int, msgspec.Meta(ge=-1, le=INT64_MAX)] = 0
+    """-1 (a Java consumer with no offset yet) commits nothing."""
+    suspendTimeoutMillis: Millis = 0
     subscription: str = "*"
-    subVersion: int = 0
+    subVersion: Int64 = 0
     expressionType: str = "TAG"
 
 
@@ -157,29 +178,29 @@ class PullMessageResponseHeader(Header):
 
 class QueryConsumerOffsetRequestHeader(Header):
     consumerGroup: NonEmptyStr
-    topic: NonEmptyStr
-    queueId: NonNegInt
+    topic: NonEmptyStr127
+    queueId: QueueId
     setZeroIfNotFound: bool = False
 
 
 class UpdateConsumerOffsetRequestHeader(Header):
     consumerGroup: NonEmptyStr
-    topic: NonEmptyStr
-    queueId: NonNegInt
-    commitOffset: NonNegInt
+    topic: NonEmptyStr127
+    queueId: QueueId
+    commitOffset: Offset
 
 
 class GetMaxOffsetRequestHeader(Header):
     """Header of GET_MAX_OFFSET and GET_MIN_OFFSET."""
 
-    topic: NonEmptyStr
-    queueId: NonNegInt
+    topic: NonEmptyStr127
+    queueId: QueueId
 
 
 class SearchOffsetRequestHeader(Header):
-    topic: NonEmptyStr
-    queueId: NonNegInt
-    timestamp: int
+    topic: NonEmptyStr127
+    queueId: QueueId
+    timestamp: Int64
 
 
 class OffsetResponseHeader(Header):
@@ -189,15 +210,15 @@ class OffsetResponseHeader(Header):
 class SubscriptionGroupConfig(Model):
     """Body of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (JSON), RocketMQ's field names."""
 
-    groupName: str = Field(min_length=1)
+    groupName: str = Field(min_length=1, max_length=255)
     consumeEnable: bool = True
     consumeFromMinEnable: bool = True
     consumeBroadcastEnable: bool = True
     consumeMessageOrderly: bool = False
-    retryQueueNums: int = 1
-    retryMaxTimes: int = 16
-    brokerId: int = 0
-    whichBrokerWhenConsumeSlowly: int = 1
+    retryQueueNums: int = Field(default=1, ge=0, le=INT32_MAX)
+    retryMaxTimes: int = Field(default=16, ge=-1, le=INT32_MAX)
+    brokerId: int = Field(default=0, ge=0, le=INT64_MAX)
+    whichBrokerWhenConsumeSlowly: int = Field(default=1, ge=0, le=INT64_MAX)
     notifyConsumerIdsChangedEnable: bool = True
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.long_poll import ArrivalNotifier
 from mqcluster.broker.protocol import BrokerResponseCode, PullMessageRequestHeader
+from mqcluster.broker.request_checks import names_rejection
 from mqcluster.broker.topic_service import TopicRejection, TopicService
 from mqcluster.store.filter import TagFilter
 from mqcluster.store.message import GetResult, GetStatus, StoredMessage
@@ -48,6 +49,9 @@ class PullService:
         self.arrivals = arrivals
 
     def _check(self, h: PullMessageRequestHeader) -> PullOutcome | TagFilter | None:
+        bad = names_rejection(h.topic, h.consumerGroup)
+        if bad is not None:
+            return PullOutcome(bad.code, bad.remark)
         topic = self.topics.for_read(h.topic)
         if isinstance(topic, TopicRejection):
             return PullOutcome(topic.code, topic.remark)

@@ -11,6 +11,8 @@ from typing import Any
 from mqcluster.store.json_config import JsonConfigFile
 
 TOPIC_GROUP_SEPARATOR = "@"
+MAX_QUEUE_ID = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
 
 
 class ConsumerOffsetManager(JsonConfigFile):
@@ -26,6 +28,12 @@ class ConsumerOffsetManager(JsonConfigFile):
         return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Remember an offset; a queue id or offset Java could not hold is a ValueError
+        (the request handlers refuse them first: this keeps them out of the file)."""
+        if not 0 <= queue_id <= MAX_QUEUE_ID:
+            raise ValueError(f"queueId={queue_id} is outside 0..{MAX_QUEUE_ID}")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise ValueError(f"offset={offset} is outside 0..{MAX_OFFSET}")
         self.table.setdefault(self.key(group, topic), {})[queue_id] = offset
         self.dirty = True
 

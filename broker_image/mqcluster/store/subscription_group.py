@@ -24,6 +24,20 @@ class SubscriptionGroupConfig(TableEntry):
     attributes: dict[str, str] = field(default_factory=dict)
 
 
+_INT32_MAX = 2**31 - 1
+
+
+def group_problem(config: SubscriptionGroupConfig) -> str | None:
+    """What makes a group config unfit to keep (RocketMQ's ranges), or None."""
+    if not 0 <= config.retryQueueNums <= _INT32_MAX:
+        return f"retryQueueNums={config.retryQueueNums} is outside 0..{_INT32_MAX}"
+    if not -1 <= config.retryMaxTimes <= _INT32_MAX:
+        return f"retryMaxTimes={config.retryMaxTimes} is outside -1..{_INT32_MAX}"
+    if config.brokerId < 0 or config.whichBrokerWhenConsumeSlowly < 0:
+        return "brokerId and whichBrokerWhenConsumeSlowly must not be negative"
+    return None
+
+
 class SubscriptionGroupManager(VersionedTable[SubscriptionGroupConfig]):
     """Consumer group table; every change is persisted before the call returns."""
 
@@ -31,6 +45,13 @@ class SubscriptionGroupManager(VersionedTable[SubscriptionGroupConfig]):
     table_key = "subscriptionGroupTable"
     name_field = "groupName"
     entry_type = SubscriptionGroupConfig
+
+    def put(self, entry: SubscriptionGroupConfig) -> None:
+        """Keep ``entry``; a config out of RocketMQ's ranges is a ValueError, never saved."""
+        problem = group_problem(entry)
+        if problem is not None:
+            raise ValueError(f"subscription group {entry.groupName!r}: {problem}")
+        super().put(entry)
 
     def create_if_absent(self, group: str) -> SubscriptionGroupConfig:
         existing = self.table.get(group)

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import json
 
+from pydantic import ValidationError
+
 from mqcluster.admin.broker_protocol import DeleteTopicRequestHeader, decode_update_topic
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.protocol import (
+    INT32_MAX,
     BrokerResponseCode,
     DeleteSubscriptionGroupRequestHeader,
     RequestCode,
     SubscriptionGroupConfig,
 )
+from mqcluster.broker.request_checks import perm_problem
 from mqcluster.broker.runtime_info import runtime_table
-from mqcluster.broker.topic_service import SYSTEM_TOPICS, TopicService, check_topic_name
-from mqcluster.namesrv.protocol import parse_body
+from mqcluster.broker.topic_service import (
+    SYSTEM_TOPICS,
+    TopicService,
+    check_group_name,
+    check_topic_name,
+)
 from mqcluster.store.subscription_group import SubscriptionGroupConfig as StoredGroup
 from mqcluster.store.topic_config import TopicConfig
 from mqcluster.wire.frame import RemotingCommand
@@ -48,6 +56,11 @@ class AdminHandlers:
             return cmd.response(
                 BrokerResponseCode.NO_PERMISSION, remark=f"topic {h.topic!r} is a system topic"
             )
+        problem = perm_problem(h.perm)
+        if problem is None and not 0 <= h.topicSysFlag <= INT32_MAX:
+            problem = f"topicSysFlag={h.topicSysFlag} is outside 0..{INT32_MAX}"
+        if problem is not None:
+            return cmd.response(BrokerResponseCode.INVALID_REQUEST, remark=problem)
         limit = self.ctx.config.maxTopicQueueNums
         sizes = (("readQueueNums", h.readQueueNums), ("writeQueueNums", h.writeQueueNums))
         for key, value in sizes:
@@ -80,7 +93,16 @@ class AdminHandlers:
         return cmd.response()
 
     async def create_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        body = parse_body(SubscriptionGroupConfig, cmd)
+        try:
+            body = SubscriptionGroupConfig.model_validate_json(cmd.body or b"{}")
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "body"
+            return cmd.response(BrokerResponseCode.INVALID_REQUEST,
+                                remark=f"bad subscription group {where}: {err['msg']}")
+        bad = check_group_name(body.groupName)
+        if bad is not None:
+            return cmd.response(bad.code, remark=f"groupName: {bad.remark}")
         self.ctx.store.subscriptions.put(StoredGroup.from_dict(body.model_dump()))
         return cmd.response()
 

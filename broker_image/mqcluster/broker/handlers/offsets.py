@@ -11,6 +11,7 @@ from mqcluster.broker.protocol import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from mqcluster.broker.request_checks import names_rejection
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 
@@ -30,6 +31,9 @@ class OffsetHandlers:
         self, cmd: RemotingCommand, conn: Connection
     ) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
+        bad = names_rejection(h.topic, h.consumerGroup)
+        if bad is not None:
+            return cmd.response(bad.code, remark=bad.remark)
         offset = self.ctx.store.offsets.query(h.consumerGroup, h.topic, h.queueId)
         if offset >= 0:
             return cmd.response(ext_fields={"offset": offset})
@@ -44,9 +48,19 @@ class OffsetHandlers:
         self, cmd: RemotingCommand, conn: Connection
     ) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
-        if self.ctx.store.topics.get(h.topic) is None:
+        bad = names_rejection(h.topic, h.consumerGroup)
+        if bad is not None:
+            return cmd.response(bad.code, remark=bad.remark)
+        topic = self.ctx.store.topics.get(h.topic)
+        if topic is None:
             return cmd.response(
                 BrokerResponseCode.TOPIC_NOT_EXIST, remark=f"topic {h.topic!r} does not exist"
+            )
+        queues = max(topic.readQueueNums, topic.writeQueueNums)
+        if h.queueId >= queues:
+            return cmd.response(
+                BrokerResponseCode.INVALID_REQUEST,
+                remark=f"queueId={h.queueId} is illegal: topic {h.topic!r} has {queues} queues",
             )
         self.ctx.store.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
         return cmd.response()

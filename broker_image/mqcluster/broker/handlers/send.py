@@ -7,6 +7,7 @@ from mqcluster.broker.protocol import (
     RequestCode,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
+    v2_field_names,
 )
 from mqcluster.broker.remoting_codec import (
     CodecError,
@@ -17,9 +18,11 @@ from mqcluster.broker.remoting_codec import (
     decode_properties,
     decode_single_raw,
 )
+from mqcluster.broker.request_checks import RequestRefused, send_sys_flag_rejection
 from mqcluster.broker.send_service import SendOutcome, SendRequest, SendService
 from mqcluster.store.codec import consumes_queue_offset
 from mqcluster.wire.frame import RemotingCommand, frame_of
+from mqcluster.wire.header import HeaderError
 from mqcluster.wire.rpc import Answer, Connection, HandlerRegistry, error_response
 
 # Plain ints: comparing with an IntEnum member looks it up through a descriptor each time.
@@ -48,6 +51,8 @@ class SendHandlers:
                 slots.append(i)
             except CodecError as exc:
                 answers[i] = cmd.response(BrokerResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
+            except RequestRefused as exc:
+                answers[i] = cmd.response(exc.code, remark=exc.remark)
             except Exception as exc:
                 answers[i] = error_response(cmd, exc)
         if requests:
@@ -57,8 +62,16 @@ class SendHandlers:
         return [a for a in answers if a is not None]
 
     def _request(self, cmd: RemotingCommand, conn: Connection) -> SendRequest:
-        header = (SendMessageRequestHeaderV2 if cmd.code == _SEND_MESSAGE_V2
-                  else SendMessageRequestHeader).from_ext(cmd.ext_fields)
+        if cmd.code == _SEND_MESSAGE_V2:
+            try:
+                header = SendMessageRequestHeaderV2.from_ext(cmd.ext_fields)
+            except HeaderError as exc:
+                raise HeaderError(v2_field_names(str(exc))) from None
+        else:
+            header = SendMessageRequestHeader.from_ext(cmd.ext_fields)
+        refused = send_sys_flag_rejection(header.sysFlag)
+        if refused is not None:
+            raise RequestRefused(refused.code, refused.remark)
         raw: RawMessages | None = None
         messages: list[WireMessage] = []
         if consumes_queue_offset(header.sysFlag):
