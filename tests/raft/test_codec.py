@@ -124,8 +124,8 @@ def _body(change: Any) -> Any:
     ("msg", "mutate", "match"),
     [
         (APPEND, _drop_term, "missing field 'term'"),
-        (APPEND, _set("term", "x"), "bad field value"),
-        (APPEND_RESP, _set("code", "77"), "bad field value"),
+        (APPEND, _set("term", "x"), "term: 'x' is not a non-negative decimal integer"),
+        (APPEND_RESP, _set("code", "77"), "code: 77 is not a AppendResponseCode"),
         (APPEND, _body(lambda b: b[:-3]), "past the end"),
         (APPEND, _body(lambda b: b + bytes(5)), "truncated entry header"),
         (APPEND, lambda c: setattr(c, "code", 2048), "not a raft message"),

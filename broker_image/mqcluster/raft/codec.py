@@ -40,6 +40,15 @@ from mqcluster.raft.diskformat import (
     encode_records,
     encode_snapshot_meta,
 )
+from mqcluster.raft.limits import (
+    MAX_LONG,
+    MAX_TERM,
+    LimitError,
+    check_id,
+    parse_bool,
+    parse_finite_float,
+    parse_long,
+)
 from mqcluster.raft.types import (
     AppendRequest,
     AppendResponse,
@@ -73,7 +82,7 @@ MESSAGE_CODES: dict[type[Any], int] = {
     TimeoutNowRequest: RaftRequestCode.TIMEOUT_NOW_REQUEST,
 }
 
-Converter = Callable[[str], Any]
+Converter = Callable[[str, str], Any]  # (raw value, field name) -> value
 
 
 @dataclass(frozen=True)
@@ -85,8 +94,22 @@ class _Spec:
     body_field: str | None  # "entries" or "snapshot"
 
 
+def _enum_converter(enum_cls: type[IntEnum]) -> Converter:
+    def convert(raw: str, what: str) -> Any:
+        value = parse_long(raw, what)
+        try:
+            return enum_cls(value)
+        except ValueError:
+            raise LimitError(f"{what}: {value} is not a {enum_cls.__name__}") from None
+
+    return convert
+
+
 def _converter(name: str, hint: Any) -> tuple[Converter, bool] | None:
-    """(str -> value, is optional) for a scalar annotation; None for a body field."""
+    """(str -> checked value, is optional) for a scalar annotation; None for a body field.
+
+    Every int of a Raft message is a term, an index, a counter or a sequence number:
+    a non-negative Java ``long``. Every str is a member id."""
     optional = False
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -94,16 +117,15 @@ def _converter(name: str, hint: Any) -> tuple[Converter, bool] | None:
             raise TypeError(f"field {name}: cannot encode union {hint}")
         hint, optional = args[0], True
     if hint is int:
-        return int, optional
+        return parse_long, optional
     if hint is str:
-        return str, optional
+        return check_id, optional
     if hint is float:
-        return float, optional
+        return parse_finite_float, optional
     if hint is bool:
-        return (lambda s: s == "True"), optional
+        return parse_bool, optional
     if isinstance(hint, type) and issubclass(hint, IntEnum):
-        enum_cls = hint
-        return (lambda s: enum_cls(int(s))), optional
+        return _enum_converter(hint), optional
     return None
 
 
@@ -154,6 +176,9 @@ def decode_records(body: bytes) -> tuple[list[Entry], list[int]]:
         length, crc, index, term, typ = unpack(body, pos)
         if length < RECORD_FIXED or length > _MAX_RECORD:
             raise FrameError(f"entry record length {length} out of range at body offset {pos}")
+        if index > MAX_LONG or term > MAX_TERM:
+            raise FrameError(f"entry at body offset {pos}: index {index} or term {term} "
+                             f"past {MAX_LONG}")
         stop = pos + 8 + length
         if stop > end:
             raise FrameError(f"entry {index} runs past the end of the body")
@@ -186,8 +211,8 @@ def decode_snapshot_body(body: bytes) -> Snapshot:
         raise FrameError(f"snapshot metadata length {meta_len} exceeds the body")
     try:
         meta = decode_snapshot_meta(body[4 : 4 + meta_len])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FrameError(f"bad snapshot metadata: {exc!r}") from exc
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise FrameError(f"bad snapshot metadata: {exc}") from None
     return Snapshot(meta=meta, data=body[4 + meta_len :])
 
 
@@ -317,26 +342,52 @@ def decode_message(cmd: RemotingCommand, cache: EntriesBodyCache | None = None) 
         raise FrameError(f"request code {cmd.code} is not a raft message")
     ext = cmd.ext_fields
     kwargs: dict[str, Any] = {}
+    name = spec.cls.__name__
     try:
-        for name, conv in spec.scalars:
-            raw = ext.get(name)
+        for field_name, conv in spec.scalars:
+            raw = ext.get(field_name)
             if raw is None:
-                if name in spec.optional:
-                    kwargs[name] = None
+                if field_name in spec.optional:
+                    kwargs[field_name] = None
                     continue
-                raise FrameError(f"{spec.cls.__name__}: missing field {name!r}")
-            kwargs[name] = conv(raw)
-    except ValueError as exc:
-        raise FrameError(f"{spec.cls.__name__}: bad field value: {exc}") from exc
+                raise FrameError(f"{name}: missing field {field_name!r}")
+            if type(raw) is not str:
+                raise FrameError(f"{name}: field {field_name!r} is not a string")
+            kwargs[field_name] = conv(raw, field_name)
+    except LimitError as exc:
+        raise FrameError(f"{name}: {exc}") from None
     if spec.body_field == "entries":
         entries, offsets = decode_records(cmd.body)
+        _check_batch(kwargs, entries)
         if cache is not None and entries and _consecutive(entries):
             cache.add(entries, cmd.body, offsets)
         kwargs["entries"] = entries
     elif spec.body_field is not None:
-        kwargs[spec.body_field] = decode_snapshot_body(cmd.body)
+        snap = decode_snapshot_body(cmd.body)
+        if snap.meta.term > kwargs["term"]:
+            raise FrameError(f"{name}: snapshot term {snap.meta.term} is past the "
+                             f"request's term {kwargs['term']}")
+        kwargs[spec.body_field] = snap
     msg: Message = spec.cls(**kwargs)
     return msg
+
+
+def _check_batch(fields: dict[str, Any], entries: list[Entry]) -> None:
+    """An AppendRequest's entries follow ``prev_index`` one by one, and their terms never
+    go down from ``prev_term`` nor past the request's term (a leader's log, as Raft's
+    Log Matching property has it)."""
+    index, term = fields["prev_index"], fields["prev_term"]
+    if term > fields["term"]:
+        raise FrameError(f"AppendRequest: prev_term {term} is past the request's "
+                         f"term {fields['term']}")
+    for entry in entries:
+        index += 1
+        if entry.index != index:
+            raise FrameError(f"AppendRequest: entry index {entry.index}, expected {index}")
+        if not term <= entry.term <= fields["term"]:
+            raise FrameError(f"AppendRequest: entry {entry.index} has term {entry.term}, "
+                             f"outside {term}..{fields['term']}")
+        term = entry.term
 
 
 # --- client payloads: a batch of opaque values ---------------------------------------------

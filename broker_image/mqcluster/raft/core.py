@@ -31,6 +31,7 @@ from mqcluster.raft.heartbeat import (
     HeartbeatVerdict,
     answer_heartbeat,
 )
+from mqcluster.raft.limits import MAX_TERM
 from mqcluster.raft.membership import (
     copy_membership,
     decode_membership,
@@ -305,8 +306,8 @@ class RaftNode:
 
     def step(self, msg: Message, now: float) -> None:
         self._now = now
-        if msg.dst != self.id:
-            return
+        if msg.dst != self.id or msg.term > MAX_TERM:
+            return  # (the codec refuses such terms; a caller of the core may not)
         if isinstance(msg, VoteRequest):
             self._handle_vote_request(msg)
         elif isinstance(msg, VoteResponse):
@@ -526,8 +527,12 @@ class RaftNode:
     def _next_term(self) -> None:
         if self._known_max_term_in_group > self._term:
             self._term = self._known_max_term_in_group
-        else:
+        elif self._term < MAX_TERM:
             self._term += 1
+        else:
+            # No term left to store (elections alone never get here): revote in this
+            # one, keeping the vote already given in it.
+            return
         self._known_max_term_in_group = self._term
         self._voted_for = None
         self._hs_dirty = True

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mqcluster.common.crc import crc32
+from mqcluster.raft.limits import LimitError, check_id, check_long
 from mqcluster.raft.types import Entry, HardState, Membership, Snapshot, SnapshotMeta
 
 _HS_MAGIC = b"MQHS"
@@ -53,7 +54,13 @@ def encode_records(entries: Sequence[Entry]) -> tuple[bytes, list[int]]:
     return b"".join(parts), offsets
 
 
-class CorruptFileError(Exception):
+class RaftStoreError(Exception):
+    """A Raft store file cannot be used as it is; the message is one line naming it.
+
+    A member must not start from it: the program stops with that line."""
+
+
+class CorruptFileError(RaftStoreError):
     """A hard-state or snapshot file failed its checks."""
 
     def __init__(self, path: Path, reason: str) -> None:
@@ -80,9 +87,21 @@ def encode_hard_state(hs: HardState) -> bytes:
 
 
 def decode_hard_state(raw: bytes, path: Path) -> HardState:
-    doc = json.loads(_open(_HS_MAGIC, raw, path))
-    voted = doc["votedFor"]
-    return HardState(term=int(doc["term"]), voted_for=None if voted is None else str(voted))
+    """The term and vote of a hardstate file; CorruptFileError naming the file if it is
+    damaged or holds what no member could have reached (an older version saved any
+    term a peer sent, 2**64 included)."""
+    try:
+        doc = json.loads(_open(_HS_MAGIC, raw, path))
+        if not isinstance(doc, dict):
+            raise LimitError("not a JSON object")
+        term = check_long(doc["term"], "term")
+        voted = doc["votedFor"]
+        return HardState(term=term, voted_for=None if voted is None else check_id(voted,
+                                                                                  "votedFor"))
+    except CorruptFileError:
+        raise
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise CorruptFileError(path, f"{exc}") from None
 
 
 def encode_snapshot_meta(meta: SnapshotMeta) -> bytes:
@@ -97,12 +116,19 @@ def encode_snapshot_meta(meta: SnapshotMeta) -> bytes:
 
 
 def decode_snapshot_meta(raw: bytes) -> SnapshotMeta:
+    """Raises ValueError (LimitError for a value out of range), KeyError or TypeError."""
     doc = json.loads(raw)
+    if not isinstance(doc, dict):
+        raise LimitError("snapshot metadata is not a JSON object")
+    voters, learners = doc["voters"], doc["learners"]
+    if not isinstance(voters, list) or not isinstance(learners, list) or not voters:
+        raise LimitError("snapshot voters and learners must be lists, with a voter")
     return SnapshotMeta(
-        index=int(doc["index"]),
-        term=int(doc["term"]),
+        index=check_long(doc["index"], "snapshot index"),
+        term=check_long(doc["term"], "snapshot term"),
         membership=Membership(
-            voters=[str(v) for v in doc["voters"]], learners=[str(v) for v in doc["learners"]]
+            voters=[check_id(v, "snapshot voter") for v in voters],
+            learners=[check_id(v, "snapshot learner") for v in learners],
         ),
     )
 
@@ -114,8 +140,13 @@ def encode_snapshot(snap: Snapshot) -> bytes:
 
 def decode_snapshot(raw: bytes, path: Path) -> Snapshot:
     payload = _open(_SNAP_MAGIC, raw, path)
+    if len(payload) < 4:
+        raise CorruptFileError(path, "no metadata length")
     (meta_len,) = _U32.unpack_from(payload, 0)
     if 4 + meta_len > len(payload):
         raise CorruptFileError(path, f"metadata length {meta_len} exceeds file")
-    meta = decode_snapshot_meta(payload[4 : 4 + meta_len])
+    try:
+        meta = decode_snapshot_meta(payload[4 : 4 + meta_len])
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise CorruptFileError(path, f"bad metadata: {exc}") from None
     return Snapshot(meta=meta, data=payload[4 + meta_len :])

@@ -41,6 +41,7 @@ from pathlib import Path
 from mqcluster.common.crc import crc32
 from mqcluster.common.files import atomic_write, fsync_dir
 from mqcluster.raft import diskformat as fmt
+from mqcluster.raft.limits import MAX_TERM
 from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot, StoredEntries
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ _ENTRY_TYPES = frozenset(int(t) for t in EntryType)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-class CorruptLogError(Exception):
+class CorruptLogError(fmt.RaftStoreError):
     """A record that is not the torn tail of the log failed validation."""
 
     def __init__(self, path: Path, offset: int, reason: str) -> None:
@@ -543,9 +544,12 @@ def _check_record(buf: bytes, pos: int, expected: int) -> tuple[str, bool] | Non
         return f"record of {length} bytes cut short at end of file", True
     if crc32(memoryview(buf)[pos + 8 : rec_end]) != crc:
         return "CRC mismatch", rec_end == end
-    index, _term, typ = _IDX_TERM_TYPE.unpack_from(buf, pos + 8)
+    index, term, typ = _IDX_TERM_TYPE.unpack_from(buf, pos + 8)
     if index != expected:
         return f"record index {index}, expected {expected}", False
+    if term > MAX_TERM:
+        # Written by an older version that adopted any term a peer sent.
+        return f"record {index} has term {term}, past {MAX_TERM}", False
     if typ not in _ENTRY_TYPES:
         return f"unknown entry type {typ}", False
     return None
