@@ -58,6 +58,7 @@ from mqcluster.raft.codec import (
     encode_message,
 )
 from mqcluster.raft.core import RaftNode
+from mqcluster.raft.peers import PeerClient, PeerGate, remote_ip
 from mqcluster.raft.storage import RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
@@ -73,11 +74,10 @@ from mqcluster.raft.types import (
     Snapshot,
     SnapshotMeta,
 )
-from mqcluster.wire.frame import RemotingCommand, encode_frame_parts
+from mqcluster.wire.frame import FrameError, RemotingCommand, encode_frame_parts
 from mqcluster.wire.rpc import (
     Connection,
     HandlerRegistry,
-    RpcClient,
     RpcError,
     RpcServer,
     split_addr,
@@ -90,6 +90,9 @@ _MAX_UNSENT_BYTES = 64 * 1024 * 1024  # per peer, in the transport's buffer
 _JOIN_BELOW = 16 * 1024  # frame bodies at least this big are written on their own
 _PEER_ATTRIBUTE = "raft.peer"  # on a server connection: the member sending over it
 _PORT_PROBES = 5  # of a leader whose connection closed (see _peer_connection_closed)
+_REFUSED = object()  # _PEER_ATTRIBUTE of a connection closed for what it sent
+_REFUSAL_LOG_INTERVAL = 60.0  # seconds between two warnings about one remote host
+_REFUSAL_LOG_KEYS = 1024  # remote hosts remembered for that
 
 
 async def port_refuses(addr: str, timeout: float) -> bool:
@@ -186,6 +189,9 @@ class RunnerOptions:
     # all of it); older entries are read back from the log files when a follower
     # far behind needs them. For state machines without snapshots.
     max_cached_log_bytes: int | None = None
+    # Take Raft messages only over connections from the sender's configured host (see
+    # ``mqcluster.raft.peers``); the sender must be a configured peer either way.
+    check_peer_hosts: bool = True
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -218,6 +224,7 @@ class RunnerStats:
     inline_persists: int = 0  # of ``persists``, done on the event loop's own thread
     proposals: int = 0  # propose_batch calls handed to the core
     proposed_entries: int = 0
+    refused_connections: int = 0  # closed for a malformed message or one from a non-peer
 
 
 @dataclass(slots=True)
@@ -258,7 +265,7 @@ class _PeerSender:
     only connects, and writes what was queued meanwhile."""
 
     def __init__(
-        self, client: RpcClient, peer: str, addr: str, backoff: float, cache: EntriesBodyCache
+        self, client: PeerClient, peer: str, addr: str, backoff: float, cache: EntriesBodyCache
     ) -> None:
         self.client, self.peer, self.addr, self.backoff = client, peer, addr, backoff
         self.cache = cache
@@ -361,7 +368,9 @@ class RaftRunner:
         self._io = ThreadPoolExecutor(1, thread_name_prefix=f"raft-io-{node_id}")
         self._node: RaftNode | None = None
         self._server: RpcServer | None = None
-        self._client: RpcClient | None = None
+        self._client: PeerClient | None = None
+        self._gate = PeerGate(self.peers, check_hosts=self.options.check_peer_hosts, clock=clock)
+        self._refusals_logged: dict[str, float] = {}  # remote address -> when last logged
         self._senders: dict[str, _PeerSender] = {}
         self._bodies = EntriesBodyCache()
         self._tasks: list[asyncio.Task[None]] = []
@@ -424,7 +433,8 @@ class RaftRunner:
         )
         for code in RAFT_MESSAGE_CODES:
             self.registry.register_sync(code, self._on_message)
-        self._client = RpcClient(connect_timeout=0.5)
+        await self._gate.resolve()
+        self._client = PeerClient(split_addr(self.peers[self.node_id])[0], connect_timeout=0.5)
         if self._own_server:
             host, port = split_addr(self.peers[self.node_id])
             self._server = RpcServer(host, port, self.registry)
@@ -462,6 +472,7 @@ class RaftRunner:
             await self._server.stop()
         if self._client is not None:
             await self._client.close()
+        await self._gate.close()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
         if self._syncing is not None:
@@ -610,9 +621,23 @@ class RaftRunner:
     # ------------------------------------------------------------------ inbound
 
     def _on_message(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        msg = decode_message(cmd, self._bodies)
-        if _PEER_ATTRIBUTE not in conn.attributes:
+        peer = conn.attributes.get(_PEER_ATTRIBUTE)
+        if peer is _REFUSED:
+            return None  # the rest of what a refused connection sent before it closed
+        try:
+            msg = decode_message(cmd, self._bodies)
+        except FrameError as exc:
+            self._refuse(conn, f"malformed Raft message: {exc}")
+            return None
+        if peer is None:
+            refusal = self._gate.refusal(msg.src, remote_ip(conn))
+            if refusal is not None:
+                self._refuse(conn, refusal)
+                return None
             self._watch_peer_connection(conn, msg.src)
+        elif msg.src != peer:
+            self._refuse(conn, f"a message from {msg.src!r} on {peer!r}'s connection")
+            return None
         if self._node is not None and not self._stopping:
             self._node.step(msg, self.core_time())
             if self._push_early:
@@ -620,6 +645,22 @@ class RaftRunner:
             self._apply_ahead()
             self._wake.set()
         return None
+
+    def _refuse(self, conn: Connection, reason: str) -> None:
+        """Close a connection that sent what no peer sends; nothing it sent reaches the
+        core. Logged at most once a minute per remote address (a flood stays quiet)."""
+        conn.attributes[_PEER_ATTRIBUTE] = _REFUSED
+        self.stats.refused_connections += 1
+        now = time.monotonic()
+        host = conn.peer.rpartition(":")[0]
+        last = self._refusals_logged.get(host)
+        if last is None or now - last >= _REFUSAL_LOG_INTERVAL:
+            if len(self._refusals_logged) >= _REFUSAL_LOG_KEYS:
+                self._refusals_logged.clear()
+            self._refusals_logged[host] = now
+            log.warning("%s: closing Raft connection from %s: %s", self.node_id, conn.peer,
+                        reason)
+        conn.writer.close()
 
     def _watch_peer_connection(self, conn: Connection, peer: str) -> None:
         """When ``peer``'s connection to this member closes, find out whether its

@@ -1,0 +1,151 @@
+"""Hostile Raft frames against three real mqcontroller processes.
+
+The reported frame: one unauthenticated HEARTBEAT_REQUEST (code 2003) with
+``term`` = 2**64 to the active controller stopped two of three members for good
+(``struct.error`` in the driver, the term kept in ``hardstate``), so no master
+could be elected any more, even after restarting every controller. A term of
+1000 from any address forced a re-election each time it was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mqcluster.controller.client import ControllerClient
+from mqcluster.controller.localcluster import LocalControllerCluster
+from mqcluster.controller.standin import StandInBroker
+from tests.procs import free_addr
+from tests.raft.hostile import heartbeat_frame, send_frames
+
+pytestmark = pytest.mark.slow
+
+CLUSTER = "c1"
+GROUP = "broker-h"
+QUIET_S = 1.5  # no member may change term or leader for this long after the frames
+
+
+def _host(addr: str) -> str:
+    return addr.rpartition(":")[0]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalControllerCluster]:
+    c = LocalControllerCluster(
+        [free_addr() for _ in range(3)],
+        tmp_path / "controllers",
+        options={"scanNotActiveBrokerInterval": "200", "enableElectUncleanMaster": "true"},
+    )
+    try:
+        c.start_all()
+        yield c
+    finally:
+        c.kill_all()
+
+
+async def _settled(cluster: LocalControllerCluster) -> tuple[str, int]:
+    """Once every controller follows one active controller: its id and the term."""
+    async with asyncio.timeout(15):
+        while True:
+            metas = [await cluster.metadata(node) for node in cluster.ids]
+            seen = {(m.leader_id, m.term) for m in metas if m is not None}
+            if len(seen) == 1 and None not in metas:
+                (leader, term), = seen
+                if leader is not None:
+                    return leader, term
+            await asyncio.sleep(0.05)
+
+
+async def _steady(cluster: LocalControllerCluster, leader: str, term: int) -> None:
+    """Every controller keeps ``leader`` at ``term`` for QUIET_S seconds."""
+    deadline = time.monotonic() + QUIET_S
+    while time.monotonic() < deadline:
+        for node in cluster.ids:
+            meta = await cluster.metadata(node)
+            assert meta is not None, f"{node} stopped answering\n{cluster.logs()}"
+            assert (meta.leader_id, meta.term) == (leader, term), (
+                f"{node}: leader {meta.leader_id} term {meta.term}, expected {leader} "
+                f"term {term}\n{cluster.logs()}")
+        await asyncio.sleep(0.1)
+
+
+async def _new_master(brokers: list[StandInBroker], old: int) -> StandInBroker:
+    async with asyncio.timeout(15):
+        while True:
+            for b in brokers:
+                if b.notifications and b.notifications[-1][0].master_broker_id not in (None, old):
+                    master_id = b.notifications[-1][0].master_broker_id
+                    return next(x for x in brokers if x.broker_id == master_id)
+            await asyncio.sleep(0.05)
+
+
+async def test_reported_frame_leaves_group_electing_and_restartable(
+    cluster: LocalControllerCluster, tmp_path: Path
+) -> None:
+    active, term = await _settled(cluster)
+    followers = [n for n in cluster.ids if n != active]
+    brokers = [
+        StandInBroker(cluster.controller_addr, CLUSTER, GROUP, tmp_path / n,
+                      heartbeat_interval=0.2, heartbeat_timeout_ms=1000)
+        for n in "abc"
+    ]
+    admin = ControllerClient(cluster.controller_addr)
+    try:
+        for b in brokers:
+            await b.start()
+        master = brokers[0]
+        assert (await master.replica_info()).master_broker_id == master.broker_id
+
+        # The reported frame, from anywhere, and from a follower's own host claiming
+        # that follower's id (so the range check is met, not only the peer check).
+        frame = heartbeat_frame(followers[0], active, 2**64)
+        await send_frames(cluster.addrs[active], [frame])
+        closed = await send_frames(cluster.addrs[active], [frame],
+                                   source_host=_host(cluster.addrs[followers[0]]))
+        assert closed, "a member closes the connection that sent an out-of-range term"
+        for node in followers:
+            await send_frames(cluster.addrs[node], [heartbeat_frame(active, node, 2**64)],
+                              source_host=_host(cluster.addrs[active]))
+        await _steady(cluster, active, term)
+        assert "raft driver failed" not in cluster.logs()
+
+        # A killed master is replaced.
+        await master.close()
+        master = await _new_master(brokers[1:], old=brokers[0].broker_id)
+
+        # Every controller restarts from its store and elects again.
+        cluster.kill_all()
+        cluster.start_all()
+        again = await cluster.wait_active(timeout=20)
+        assert again.term < 2**63
+        old = master.broker_id
+        await master.close()
+        survivor = await _new_master([b for b in brokers[1:] if b is not master], old=old)
+        info = await admin.get_replica_info(GROUP)
+        assert (info.master_broker_id, info.master_address) == (survivor.broker_id,
+                                                                survivor.addr)
+        assert "raft driver failed" not in cluster.logs()
+    finally:
+        await admin.close()
+        for b in brokers:
+            await b.close()
+
+
+async def test_bigger_term_from_a_non_peer_forces_no_election(
+    cluster: LocalControllerCluster,
+) -> None:
+    active, term = await _settled(cluster)
+    followers = [n for n in cluster.ids if n != active]
+    stranger = _host(free_addr())
+    while stranger in {_host(a) for a in cluster.addrs.values()}:
+        stranger = _host(free_addr())
+    for _ in range(3):
+        for node in cluster.ids:
+            src = followers[0] if node == active else active
+            await send_frames(cluster.addrs[node], [heartbeat_frame(src, node, 1000)],
+                              source_host=stranger)
+    await _steady(cluster, active, term)
