@@ -19,7 +19,7 @@ from mqcluster.broker.config import BrokerConfig, load_broker_config
 from mqcluster.broker.server import BrokerServer
 from mqcluster.common import event_loop, gc_policy
 from mqcluster.common.config import ConfigError
-from mqcluster.store.api import StoreLockedError
+from mqcluster.store.errors import StoreError
 
 PROG = "mqbroker"
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     except (event_loop.EventLoopChoiceError, gc_policy.GcThresholdError) as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, StoreLockedError) as exc:
+    except (OSError, StoreError) as exc:
         print(f"{PROG}: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0

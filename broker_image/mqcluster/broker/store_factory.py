@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mqcluster.broker.config import BrokerConfig
 from mqcluster.common.wallclock import wall_time
 from mqcluster.store import FlushDiskType, MessageStore, StoreConfig
@@ -13,6 +15,10 @@ def store_config(cfg: BrokerConfig) -> StoreConfig:
         storePathRootDir=cfg.storePathRootDir,
         storePathCommitLog=str(cfg.commitlog_dir),
         storePathEpochFile=str(cfg.epoch_file),
+        # DLedger mode: the Raft log is the store's too; its directory is locked with it.
+        storePathDLedgerCommitLog=(
+            cfg.storePathDLedgerCommitLog or str(Path(cfg.storePathRootDir) / "dledger")
+        ) if cfg.enableDLegerCommitLog else None,
         mappedFileSizeCommitLog=cfg.mappedFileSizeCommitLog,
         mappedFileSizeConsumeQueue=cfg.mappedFileSizeConsumeQueue,
         flushDiskType=FlushDiskType(cfg.flushDiskType.value),

@@ -7,16 +7,25 @@ On-disk layout under ``storePathRootDir`` (as RocketMQ's):
     consumequeue/queues.json              which consume queues exist (rebuild detection)
     config/topics.json, subscriptionGroup.json, consumerOffset.json (+ .bak)
     checkpoint                             flushed offsets and timestamps
+    storeLayout.json                       segment sizes the files were written with
+    commitlog.damaged/<offset>-<time>      bytes recovery cut off after damage, kept
     epochFileCheckpoint                    controller-mode epochs (``epoch_file``)
     abort                                  present while the store is open
-    lock                                   flock held by the process that has it open
+    lock                                   who has the store open (every directory the
+                                           store writes is flocked: ``lockfile``)
 """
 
-from mqcluster.store.api import MessageStore, StoreLockedError
+from mqcluster.store.api import MessageStore
 from mqcluster.store.batch import BatchPutResult, RawBatch
 from mqcluster.store.config import FlushDiskType, StoreConfig
 from mqcluster.store.consumer_offset import ConsumerOffsetManager
 from mqcluster.store.epoch_file import EpochEntry, EpochFileCache
+from mqcluster.store.errors import (
+    SegmentSizeChangedError,
+    StoreError,
+    StoreLayoutError,
+    StoreLockedError,
+)
 from mqcluster.store.filter import MessageFilter, TagFilter, tags_code
 from mqcluster.store.message import (
     GetResult,
@@ -43,7 +52,10 @@ __all__ = [
     "PutResult",
     "PutStatus",
     "RawBatch",
+    "SegmentSizeChangedError",
     "StoreConfig",
+    "StoreError",
+    "StoreLayoutError",
     "StoreLockedError",
     "StoredMessage",
     "SubscriptionGroupConfig",

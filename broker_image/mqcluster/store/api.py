@@ -28,11 +28,21 @@ from mqcluster.store.config import FlushDiskType, StoreConfig
 from mqcluster.store.consume_queue import CqEntry
 from mqcluster.store.consume_queue_store import ConsumeQueueStore
 from mqcluster.store.consumer_offset import ConsumerOffsetManager
+from mqcluster.store.damage import DamageArchive
 from mqcluster.store.dispatch_service import DispatchService
 from mqcluster.store.dispatcher import Dispatcher
+from mqcluster.store.errors import StoreError, StoreLayoutError, StoreLockedError
 from mqcluster.store.filter import MessageFilter
 from mqcluster.store.flusher import GroupCommitFlusher
-from mqcluster.store.lockfile import StoreLock, StoreLockedError
+from mqcluster.store.layout import (
+    COMMITLOG_KEY,
+    CONSUME_QUEUE_KEY,
+    check_recorded,
+    dirs_with_files,
+    load_layout,
+    save_layout,
+)
+from mqcluster.store.lockfile import StoreLock
 from mqcluster.store.message import (
     PROPERTY_UNIQ_KEY,
     GetResult,
@@ -56,7 +66,7 @@ DiskUsageFn = Callable[[str], float]
 ArrivalListener = Callable[[str, int, int], None]
 AppendListener = Callable[[int], None]
 
-__all__ = ["MessageStore", "StoreLockedError", "WriteGate"]
+__all__ = ["MessageStore", "StoreError", "StoreLayoutError", "StoreLockedError", "WriteGate"]
 
 
 class ReplicatedWriter(Protocol):
@@ -115,7 +125,7 @@ class MessageStore:
         self.write_gate: WriteGate | None = None
         self.writer: ReplicatedWriter | None = None
         """DLedger mode: writes go through the Raft group, which appends them on commit."""
-        self._lock = StoreLock(config.lock_path)
+        self._lock = StoreLock(config.locked_dirs, [config.epoch_file_path], config.lock_path)
         self._opened = False
         self._running = False
         self.recovery: RecoveryReport | None = None
@@ -134,12 +144,20 @@ class MessageStore:
         os.makedirs(cfg.storePathRootDir, exist_ok=True)
         self._lock.acquire()
         try:
+            # Everything is checked before anything is written (a refusal leaves the files
+            # as they were): the recorded segment sizes, the checkpoint, then each
+            # directory's segments as recovery loads them all, before it cuts any.
+            configured = self._check_layout()
+            checkpoint = load_checkpoint(cfg.checkpoint_path)
             self.topics.load()
             self.subscriptions.load()
             self.offsets.load()
             abnormal = os.path.exists(cfg.abort_path)
             self.recovery = recover(self._commitlog, self._queues, self._dispatcher,
-                                    load_checkpoint(cfg.checkpoint_path), cfg.checkCRCOnRecover)
+                                    checkpoint, cfg.checkCRCOnRecover,
+                                    DamageArchive(cfg.damaged_dir, self._clock))
+            if load_layout(cfg.layout_path) != configured:
+                save_layout(cfg.layout_path, configured)
             if abnormal:
                 log.warning("store %s was not shut down cleanly; recovered: %s",
                             cfg.storePathRootDir, self.recovery)
@@ -153,6 +171,20 @@ class MessageStore:
             self._lock.release()
             raise
         self._opened = True
+
+    def _check_layout(self) -> dict[str, int]:
+        """Refuse segment sizes other than those the files were written with; returns
+        the configured sizes (recorded once the store has opened)."""
+        cfg = self.config
+        configured = {COMMITLOG_KEY: cfg.mappedFileSizeCommitLog,
+                      CONSUME_QUEUE_KEY: cfg.mappedFileSizeConsumeQueue}
+        recorded = load_layout(cfg.layout_path)
+        check_recorded(cfg.layout_path, recorded, configured, {
+            COMMITLOG_KEY: dirs_with_files([cfg.commitlog_dir]),
+            CONSUME_QUEUE_KEY: dirs_with_files(self._queues.queue_dirs())})
+        self._commitlog.files.size_recorded = COMMITLOG_KEY in recorded
+        self._queues.size_recorded = CONSUME_QUEUE_KEY in recorded
+        return configured
 
     def close(self) -> None:
         """Flush everything, write the checkpoint, mark a clean shutdown (synchronous)."""

@@ -8,11 +8,13 @@ import zlib
 from dataclasses import astuple, dataclass
 
 from mqcluster.common.files import atomic_write, read_file
+from mqcluster.store.errors import StoreLayoutError
 
 log = logging.getLogger(__name__)
 
 LAYOUT = struct.Struct(">qqqqqqq")
 CRC = struct.Struct(">I")
+SIZE = LAYOUT.size + CRC.size
 
 
 @dataclass
@@ -47,9 +49,16 @@ class Checkpoint:
 
 
 def load_checkpoint(path: str) -> Checkpoint | None:
+    """The checkpoint; None when there is none or its checksum fails (then recovery scans
+    every segment). A file of the wrong length was not written whole by a store (its
+    writes replace it atomically): that stops the store, naming it."""
     raw = read_file(path)
     if raw is None:
         return None
+    if len(raw) != SIZE:
+        raise StoreLayoutError(
+            f"{path}: {len(raw)} bytes, a checkpoint is {SIZE}: it is not one this store "
+            "wrote whole; remove it and the store recovers by scanning every segment")
     cp = Checkpoint.decode(raw)
     if cp is None:
         log.error("checkpoint file %s is damaged; recovering from the first segment", path)

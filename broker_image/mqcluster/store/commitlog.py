@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import mmap
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -22,7 +23,9 @@ from mqcluster.store.codec import (
     consumes_queue_offset,
     record_tags,
 )
+from mqcluster.store.damage import DamageArchive, Survey, data_end, survey
 from mqcluster.store.filter import tags_code
+from mqcluster.store.layout import COMMITLOG_KEY
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.scanner import scan
 from mqcluster.store.segment import SegmentedFile, SegmentError
@@ -91,12 +94,23 @@ class RecoveryReport:
     truncated_at: int | None = None
     reason: str = ""
     corrupt: bool = False
+    """The cut is below the offset known to be fsynced: damage, not a torn tail."""
     messages_scanned: int = 0
+    records_lost: int = 0
+    """Records cut off: intact ones after the cut plus one per damaged region."""
+    records_lost_exact: bool = True
+    """False when a damaged region's length field is damaged too (it may have held more)."""
+    intact_lost: int = 0
+    damaged: list[tuple[int, int]] = field(default_factory=list)
+    """``[start, end)`` offsets of the unreadable regions cut off."""
+    set_aside_bytes: int = 0
+    set_aside: list[str] = field(default_factory=list)
+    """Files the cut-off bytes were copied to (``damage.DamageArchive``)."""
 
 
 class CommitLog:
     def __init__(self, directory: str, segment_size: int, fsync: FsyncFn) -> None:
-        self.files = SegmentedFile(directory, segment_size)
+        self.files = SegmentedFile(directory, segment_size, COMMITLOG_KEY)
         self._fsync = fsync
         self.flushed_offset = 0
         self.last_store_timestamp = 0
@@ -467,11 +481,13 @@ class CommitLog:
                 self._fsync(seg.fd)
 
     # recovery and truncation
-    def recover(self, from_offset: int, verify_crc: bool, durable_offset: int) -> RecoveryReport:
+    def recover(self, from_offset: int, verify_crc: bool, durable_offset: int,
+                archive: DamageArchive | None = None) -> RecoveryReport:
         """Scan from the segment holding ``from_offset``; cut after the last valid record.
 
         A bad record below ``durable_offset`` (known fsynced) is damage and logged as an
-        error; above it, it is the torn tail of writes a crash interrupted.
+        error; above it, it is the torn tail of writes a crash interrupted. Whatever
+        written bytes the cut drops are counted and first copied to ``archive``.
         """
         report = RecoveryReport()
         if self.files.empty:
@@ -498,15 +514,47 @@ class CommitLog:
         if bad_record or pos < durable_offset or self._has_segments_after(pos):
             report.corrupt = pos < durable_offset
             report.truncated_at = pos
-            level = logging.ERROR if report.corrupt else logging.WARNING
-            what = "corrupt" if report.corrupt else "torn tail" if bad_record else "data lost"
-            log.log(level, "commitlog %s at offset %d (%s, fsynced up to %d); truncating there",
-                    what, pos, report.reason, durable_offset)
+            if archive is not None:
+                self._set_aside(pos, archive, report)
+            self._log_cut(report, bad_record, durable_offset)
         self.truncate(pos)
         report.max_offset = self.max_offset
         self.fsync_range(report.scanned_from, self.max_offset)
         self.flushed_offset = self.max_offset
         return report
+
+    def _set_aside(self, pos: int, archive: DamageArchive, report: RecoveryReport) -> None:
+        """Count the records written from ``pos`` on and copy their bytes to ``archive``."""
+        found = Survey()
+        stamp = archive.stamp()
+        for seg in self.files.between(pos, self.files.max_offset):
+            lo = max(pos, seg.start) - seg.start
+            hi = data_end(seg.fd, lo, seg.size)
+            if hi <= lo:
+                continue
+            with mmap.mmap(seg.fd, hi, prot=mmap.PROT_READ) as buf:
+                survey(buf, lo, seg.start, seg.size, self.segment_size, found)
+            report.set_aside.append(archive.save(seg.start + lo, seg.fd, lo, hi - lo, stamp))
+            report.set_aside_bytes += hi - lo
+        report.records_lost = found.records_lost
+        report.records_lost_exact = found.exact
+        report.intact_lost = found.intact
+        report.damaged = found.damaged
+
+    @staticmethod
+    def _log_cut(report: RecoveryReport, bad_record: bool, durable_offset: int) -> None:
+        pos = report.truncated_at
+        what = ("damaged" if report.corrupt or report.intact_lost
+                else "torn tail" if bad_record else "data lost")
+        level = logging.ERROR if what != "torn tail" else logging.WARNING
+        lost = (f"{'' if report.records_lost_exact else 'at least '}{report.records_lost} "
+                f"record(s) lost from this replica ({report.intact_lost} intact, "
+                f"{len(report.damaged)} damaged region(s) "
+                f"{', '.join(f'{a}..{b}' for a, b in report.damaged) or 'none'})")
+        kept = (f"{report.set_aside_bytes} bytes from offset {pos} copied to "
+                f"{', '.join(report.set_aside)}" if report.set_aside else "nothing written past it")
+        log.log(level, "commitlog %s at offset %d (%s, fsynced up to %d): %s; %s; cut at %d",
+                what, pos, report.reason, durable_offset, lost, kept, pos)
 
     def _has_segments_after(self, pos: int) -> bool:
         last = self.files.last

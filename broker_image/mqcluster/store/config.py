@@ -23,6 +23,8 @@ class StoreConfig(RocketConfig):
     storePathRootDir: str = os.path.join(os.path.expanduser("~"), "store")
     storePathCommitLog: str | None = None
     storePathEpochFile: str | None = None
+    storePathDLedgerCommitLog: str | None = None
+    """DLedger mode: the Raft log directory, locked with the store's own (the broker sets it)."""
     mappedFileSizeCommitLog: int = GiB
     mappedFileSizeConsumeQueue: int = 300_000 * CQ_UNIT_SIZE
     flushDiskType: FlushDiskType = FlushDiskType.ASYNC_FLUSH
@@ -71,3 +73,22 @@ class StoreConfig(RocketConfig):
     @property
     def epoch_file_path(self) -> str:
         return self.storePathEpochFile or os.path.join(self.storePathRootDir, "epochFileCheckpoint")
+
+    @property
+    def layout_path(self) -> str:
+        """The segment sizes the files were written with (``store_layout``)."""
+        return os.path.join(self.storePathRootDir, "storeLayout.json")
+
+    @property
+    def damaged_dir(self) -> str:
+        """Where recovery moves what follows a damaged commitlog region."""
+        return os.path.join(self.storePathRootDir, "commitlog.damaged")
+
+    @property
+    def locked_dirs(self) -> list[str]:
+        """Every directory the store writes: no other store may use any of them."""
+        dirs = [self.storePathRootDir, self.commitlog_dir, self.consumequeue_dir,
+                self.config_dir]
+        if self.storePathDLedgerCommitLog:
+            dirs.append(self.storePathDLedgerCommitLog)
+        return dirs

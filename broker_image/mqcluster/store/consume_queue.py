@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from mqcluster.store.config import CQ_UNIT_SIZE
+from mqcluster.store.layout import CONSUME_QUEUE_KEY
 from mqcluster.store.segment import Segment, SegmentedFile
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,8 @@ class ConsumeQueue:
             raise ValueError("consume queue file size must be a multiple of 20")
         self.topic = topic
         self.queue_id = queue_id
-        self.files = SegmentedFile(os.path.join(root, topic, str(queue_id)), file_size)
+        self.files = SegmentedFile(os.path.join(root, topic, str(queue_id)), file_size,
+                                   CONSUME_QUEUE_KEY)
         self._min = 0
         self.max_physical_end = 0
         self.flushed_bytes = 0

@@ -27,19 +27,30 @@ class ConsumeQueueStore:
         self.queues: dict[QueueKey, ConsumeQueue] = {}
         self._registry_path = os.path.join(root, REGISTRY)
         self._registered: set[QueueKey] = set()
+        self.size_recorded = False
+        """The store's layout record vouches for ``file_size`` (``SegmentedFile``)."""
+
+    def queue_dirs(self) -> Iterator[str]:
+        """Every consume queue directory on disk (``<root>/<topic>/<queueId>``)."""
+        if not os.path.isdir(self.root):
+            return
+        for topic in sorted(os.listdir(self.root)):
+            topic_dir = os.path.join(self.root, topic)
+            if os.path.isdir(topic_dir):
+                for qid in sorted(os.listdir(topic_dir)):
+                    if qid.isdigit():
+                        yield os.path.join(topic_dir, qid)
 
     def load(self) -> bool:
         """Open every consume queue; ``False`` when one the registry lists is missing."""
         os.makedirs(self.root, exist_ok=True)
-        for topic in sorted(os.listdir(self.root)):
-            topic_dir = os.path.join(self.root, topic)
-            if not os.path.isdir(topic_dir):
-                continue
-            for qid in sorted(os.listdir(topic_dir)):
-                if qid.isdigit():
-                    cq = ConsumeQueue(self.root, topic, int(qid), self.file_size)
-                    cq.load()
-                    self.queues[(topic, int(qid))] = cq
+        for queue_dir in self.queue_dirs():
+            topic_dir, qid = os.path.split(queue_dir)
+            topic = os.path.basename(topic_dir)
+            cq = ConsumeQueue(self.root, topic, int(qid), self.file_size)
+            cq.files.size_recorded = self.size_recorded
+            self.queues[(topic, int(qid))] = cq
+            cq.load()
         raw = read_file(self._registry_path)
         self._registered = set()
         if raw is not None:

@@ -2,7 +2,8 @@
 
 1. Consume queues: cut each after its last written entry.
 2. Commitlog: scan from the segment holding the checkpointed offsets (all segments
-   without a checkpoint), verify CRCs, cut after the last valid record.
+   without a checkpoint), verify CRCs, cut after the last valid record; what the cut
+   drops is counted and copied aside first (``damage``), never just zeroed.
 3. Consume queues ahead of the commitlog lose the extra entries; queues behind (or
    missing, per the registry) are re-dispatched from the commitlog.
 4. Queue offsets for new messages continue from the consume queues.
@@ -15,13 +16,15 @@ import logging
 from mqcluster.store.checkpoint import Checkpoint
 from mqcluster.store.commitlog import CommitLog, RecoveryReport
 from mqcluster.store.consume_queue_store import ConsumeQueueStore
+from mqcluster.store.damage import DamageArchive
 from mqcluster.store.dispatcher import Dispatcher
 
 log = logging.getLogger(__name__)
 
 
 def recover(commitlog: CommitLog, queues: ConsumeQueueStore, dispatcher: Dispatcher,
-            checkpoint: Checkpoint | None, verify_crc: bool) -> RecoveryReport:
+            checkpoint: Checkpoint | None, verify_crc: bool,
+            archive: DamageArchive | None = None) -> RecoveryReport:
     commitlog.load()
     complete = queues.load()
     queues.recover()
@@ -30,7 +33,7 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueStore, dispatcher: Dispatc
     else:
         scan_from = min(checkpoint.physic_offset, checkpoint.logics_offset)
         durable = checkpoint.physic_offset
-    report = commitlog.recover(scan_from, verify_crc, durable)
+    report = commitlog.recover(scan_from, verify_crc, durable, archive)
     queues.truncate_dirty(commitlog.max_offset)
     if checkpoint is None or not complete:
         dispatch_from = commitlog.min_offset

@@ -15,14 +15,11 @@ import threading
 from collections.abc import Callable, Sequence
 
 from mqcluster.common.files import fsync_dir
+from mqcluster.store.layout import NAME_WIDTH, check_segments, list_segments, segment_name
 
 log = logging.getLogger(__name__)
 
-NAME_WIDTH = 20
-
-
-def segment_name(offset: int) -> str:
-    return f"{offset:0{NAME_WIDTH}d}"
+__all__ = ["NAME_WIDTH", "Segment", "SegmentError", "SegmentedFile", "segment_name"]
 
 
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
@@ -40,12 +37,10 @@ class Segment:
         self.size = size
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         self.fd = os.open(path, flags, 0o644)
-        actual = os.fstat(self.fd).st_size
-        if create or actual < size:
+        if create:
             os.ftruncate(self.fd, size)
-        elif actual != size:
-            os.close(self.fd)
-            raise SegmentError(f"{path}: size {actual} != configured segment size {size}")
+        # An existing file is opened as it is (``layout.check_segments`` vouched for its
+        # size); a short last one regains its full size when recovery cuts it.
         self.write_pos = 0
 
     @property
@@ -112,28 +107,34 @@ class Segment:
 class SegmentedFile:
     """An ordered, contiguous list of equally sized segments in one directory."""
 
-    def __init__(self, directory: str, segment_size: int) -> None:
+    def __init__(self, directory: str, segment_size: int,
+                 size_key: str = "segment size") -> None:
         self.directory = directory
         self.segment_size = segment_size
+        self.size_key = size_key
+        """The setting the size comes from, for the errors that name it."""
+        self.size_recorded = False
+        """The store's layout record vouches that the files were written with this size."""
         self.segments: list[Segment] = []
         self.lock = threading.RLock()
 
     def load(self) -> None:
-        """Open every segment file; written positions start at full and are fixed by recovery."""
+        """Check the files (``layout.check_segments``: nothing is opened unless all pass),
+        then open them; written positions start at full and are fixed by recovery."""
         os.makedirs(self.directory, exist_ok=True)
-        names = sorted(n for n in os.listdir(self.directory)
-                       if len(n) == NAME_WIDTH and n.isdigit())
+        found = list_segments(self.directory)
+        check_segments(self.directory, found, self.segment_size, self.size_key,
+                       self.size_recorded)
         segments: list[Segment] = []
-        for name in names:
-            start = int(name)
-            if segments and start != segments[-1].limit:
-                for s in segments:
-                    s.close()
-                raise SegmentError(f"{self.directory}: segment {name} does not follow "
-                                   f"{segment_name(segments[-1].start)}")
-            seg = Segment(os.path.join(self.directory, name), start, self.segment_size, False)
-            seg.write_pos = seg.size
-            segments.append(seg)
+        try:
+            for f in found:
+                seg = Segment(f.path, f.start, self.segment_size, False)
+                seg.write_pos = seg.size
+                segments.append(seg)
+        except BaseException:
+            for s in segments:
+                s.close()
+            raise
         self.segments = segments
 
     @property

@@ -1,0 +1,147 @@
+"""What recovery does with the bytes after a damaged commitlog record: counts, keeps them.
+
+Recovery must cut the commitlog at the first record it cannot read (what follows has
+no consistent queue offsets), but it never destroys what it cuts: the bytes from there
+to the end of the written data are copied to ``commitlog.damaged/<offset>-<time>``
+(one file per segment they come from) before the commitlog is cut, and counted:
+intact records are found again past the damage by their own header (magic, the
+physical offset field naming their own position, CRC), so the report says how many
+records this replica lost and where.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mqcluster.common.files import fsync_dir
+from mqcluster.store.codec import MESSAGE_MAGIC, PREFIX, RecordKind, check
+from mqcluster.store.layout import segment_name
+
+_MAGIC = struct.pack(">i", MESSAGE_MAGIC)
+_TRIM_CHUNK = 64 * 1024
+
+
+def data_end(fd: int, start: int, limit: int) -> int:
+    """End of the last non-zero byte of the file in ``[start, limit)`` (``start`` if none).
+
+    Segments are sparse: holes are skipped without reading them (SEEK_DATA/SEEK_HOLE),
+    then trailing zeros of the last data region are trimmed."""
+    limit = min(limit, os.fstat(fd).st_size)
+    end, pos = start, start
+    while pos < limit:
+        try:
+            data = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            break
+        if data >= limit:
+            break
+        pos = min(os.lseek(fd, data, os.SEEK_HOLE), limit)
+        end = pos
+    while end > start:
+        lo = max(start, end - _TRIM_CHUNK)
+        chunk = os.pread(fd, end - lo, lo)
+        stripped = chunk.rstrip(b"\0")
+        if stripped:
+            return lo + len(stripped)
+        end = lo
+    return start
+
+
+@dataclass
+class Survey:
+    """Records found in bytes that recovery cuts off."""
+
+    intact: int = 0
+    intact_bytes: int = 0
+    damaged: list[tuple[int, int]] = field(default_factory=list)
+    """``[start, end)`` commitlog offsets of the unreadable regions."""
+    exact: bool = True
+    """Each damaged region is one record whose length field is intact; else it may
+    have held more records than counted (one each)."""
+
+    @property
+    def damaged_bytes(self) -> int:
+        return sum(end - start for start, end in self.damaged)
+
+    @property
+    def records_lost(self) -> int:
+        return self.intact + len(self.damaged)
+
+
+def survey(buf: mmap.mmap, lo: int, seg_start: int, seg_size: int, max_size: int,
+           into: Survey) -> None:
+    """Count the records of one segment's bytes ``buf[lo:]`` (``buf`` maps the segment
+    from its start up to its last non-zero byte). Unreadable regions end where the
+    next intact record begins."""
+    with memoryview(buf) as view:
+        i, n = lo, len(buf)
+        while i < n:
+            c = check(view, i, seg_start + i, True, max_size)
+            if c.kind is RecordKind.MESSAGE:
+                into.intact += 1
+                into.intact_bytes += c.size
+                i += c.size
+                continue
+            if c.kind is RecordKind.BLANK and i + c.size == seg_size:
+                return
+            j = _next_record(buf, view, i + 1, seg_start, max_size)
+            if not any(view[i:j]):  # zeros between records: nothing was lost there
+                i = j
+                continue
+            into.damaged.append((seg_start + i, seg_start + j))
+            if n - i < PREFIX.size or PREFIX.unpack_from(view, i)[0] != j - i:
+                into.exact = False
+            i = j
+
+
+def _next_record(buf: mmap.mmap, view: memoryview, start: int, base: int,
+                 max_size: int) -> int:
+    """Position of the first intact message record at or after ``start`` (or the end)."""
+    k = buf.find(_MAGIC, start + 4)
+    while k >= 0:
+        at = k - 4
+        if check(view, at, base + at, True, max_size).kind is RecordKind.MESSAGE:
+            return at
+        k = buf.find(_MAGIC, k + 1)
+    return len(buf)
+
+
+class DamageArchive:
+    """Files the bytes recovery cuts off: ``<directory>/<offset>-<UTC time>``."""
+
+    def __init__(self, directory: str, clock: Callable[[], float] = time.time) -> None:
+        self.directory = directory
+        self._clock = clock
+
+    def save(self, offset: int, fd: int, pos: int, length: int, stamp: str) -> str:
+        """Copy ``length`` bytes at ``pos`` of the file open as ``fd`` (commitlog offset
+        ``offset``) to a new file, fsynced; returns its path."""
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"{segment_name(offset)}-{stamp}")
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            done = 0
+            while done < length:
+                chunk = os.pread(fd, min(length - done, 4 * 1024 * 1024), pos + done)
+                if not chunk:
+                    break
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(out, view):]
+                done += len(chunk)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        fsync_dir(self.directory)
+        return path
+
+    def stamp(self) -> str:
+        return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock()))
