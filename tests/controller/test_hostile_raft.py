@@ -19,6 +19,8 @@ import pytest
 from mqcluster.controller.client import ControllerClient
 from mqcluster.controller.localcluster import LocalControllerCluster
 from mqcluster.controller.standin import StandInBroker
+from mqcluster.raft.diskformat import encode_hard_state
+from mqcluster.raft.types import HardState
 from tests.procs import free_addr
 from tests.raft.hostile import heartbeat_frame, send_frames
 
@@ -149,3 +151,21 @@ async def test_bigger_term_from_a_non_peer_forces_no_election(
             await send_frames(cluster.addrs[node], [heartbeat_frame(src, node, 1000)],
                               source_host=stranger)
     await _steady(cluster, active, term)
+
+
+def test_hardstate_out_of_range_stops_start_with_one_line(tmp_path: Path) -> None:
+    """A hardstate an older version saved from such a frame: one line naming the file."""
+    c = LocalControllerCluster([free_addr() for _ in range(3)], tmp_path / "controllers")
+    store = tmp_path / "controllers" / "n0" / "store"
+    store.mkdir(parents=True)
+    (store / "hardstate").write_bytes(encode_hard_state(HardState(term=2**64, voted_for="n1")))
+    try:
+        p = c.start("n0")
+        assert p.wait(timeout=30) == 1
+    finally:
+        c.kill_all()
+    out = c.logs()
+    errors = [line for line in out.splitlines() if line.startswith("mqcontroller:")]
+    assert errors == [f"mqcontroller: cannot start: corrupt file {store / 'hardstate'}: "
+                      f"term: {2**64} is out of range 0..{2**63 - 1}"], out
+    assert "Traceback" not in out

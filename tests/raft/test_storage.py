@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import mmap
 import os
+import struct
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -531,3 +534,41 @@ def test_a_log_told_to_keep_its_pages_keeps_them(tmp_path: Path) -> None:
     log.append(big_entries(1, 8))
     (path,) = segment_files(tmp_path)
     assert cached_pages(path) >= 64
+
+
+# --- values out of range, as older versions saved what a peer sent ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("doc", "reason"),
+    [
+        ({"term": 2**64, "votedFor": None}, f"term: {2**64} is out of range"),
+        ({"term": 2**63, "votedFor": "n0"}, f"term: {2**63} is out of range"),
+        ({"term": -1, "votedFor": None}, "term: -1 is out of range"),
+        ({"term": True, "votedFor": None}, "term: True is not an integer"),
+        ({"term": 1.5, "votedFor": None}, "term: 1.5 is not an integer"),
+        ({"term": "3", "votedFor": None}, "term: '3' is not an integer"),
+        ({"term": 3, "votedFor": 7}, "votedFor: 7 is not a member id"),
+        ({"term": 3}, "'votedFor'"),
+        ([3, None], "not a JSON object"),
+    ],
+)
+def test_hard_state_out_of_range_names_the_file(tmp_path: Path, doc: object,
+                                                reason: str) -> None:
+    payload = json.dumps(doc).encode()
+    (tmp_path / "hardstate").write_bytes(b"MQHS" + struct.pack(">I", zlib.crc32(payload))
+                                         + payload)
+    with pytest.raises(CorruptFileError) as err:
+        RaftLog(tmp_path)
+    assert str(err.value).startswith(f"corrupt file {tmp_path / 'hardstate'}: ")
+    assert reason in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_log_record_with_a_term_past_a_long_is_reported(tmp_path: Path) -> None:
+    with RaftLog(tmp_path) as log:
+        log.append(entries(1, 3))
+        log.append([Entry(4, 2**63, EntryType.NOOP, b"")])
+        log.append(entries(5, 5, term=2**63))
+    with pytest.raises(CorruptLogError, match=f"record 4 has term {2**63}, past {2**63 - 1}"):
+        RaftLog(tmp_path)

@@ -12,6 +12,7 @@ from mqcluster.common import event_loop, gc_policy
 from mqcluster.common.config import ConfigError
 from mqcluster.controller.config import ControllerConfig, load_controller_config
 from mqcluster.controller.service import ControllerService
+from mqcluster.raft.diskformat import RaftStoreError
 
 log = logging.getLogger("mqcontroller")
 
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     except (event_loop.EventLoopChoiceError, gc_policy.GcThresholdError) as exc:
         print(f"mqcontroller: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
+    except (OSError, RaftStoreError) as exc:
         print(f"mqcontroller: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -15,6 +15,7 @@ import logging
 import signal
 import sys
 
+from mqcluster.raft.diskformat import RaftStoreError
 from mqcluster.raft.node import RaftRunner, RunnerOptions, parse_peers
 from mqcluster.raft.service import ValueLogService
 from mqcluster.raft.types import RaftConfig
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(serve(args))
-    except OSError as exc:  # e.g. the address is taken, the store is not writable
+    except (OSError, RaftStoreError) as exc:  # the address is taken, a bad store file...
         log.error("%s cannot run: %s", args.id, exc)
         return 1
 
