@@ -96,7 +96,7 @@ def test_invalid_messages(stub: service_pb2_grpc.MessagingServiceStub) -> None:
     assert code_name(send(stub, fifo_without_group)) == "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"
     future = message("RawTopic", b"x", message_type=pb.MessageType.DELAY)
     future.system_properties.delivery_timestamp.seconds = 2**62  # neither seconds nor ms
-    assert code_name(send(stub, future)) == "BAD_REQUEST"
+    assert code_name(send(stub, future)) == "ILLEGAL_DELIVERY_TIME"
 
 
 def test_batch_send_reports_each_entry(stub: service_pb2_grpc.MessagingServiceStub,

@@ -23,6 +23,8 @@ from mqcluster.store.filter import TagFilter
 from mqcluster.store.message import StoredMessage
 
 MAX_TIMESTAMP_SECONDS = 253_402_300_799
+MIN_MILLIS_READING = 946_684_800_000
+"""2000-01-01 in milliseconds: the least seconds value read as milliseconds."""
 
 
 def timestamp(ms: int) -> Timestamp:
@@ -46,11 +48,20 @@ def timestamp_ms(ts: Timestamp, what: str) -> int:
 def delivery_timestamp_ms(ts: Timestamp) -> int:
     """The official Python client 5.1.2 documents ``delivery_timestamp`` in milliseconds
     but sends the value as ``Timestamp.seconds``: a seconds value too large to be a
-    timestamp that is a valid one in milliseconds is read as milliseconds."""
-    if ts.seconds > MAX_TIMESTAMP_SECONDS and ts.nanos == 0 \
-            and 0 <= ts.seconds // 1000 <= MAX_TIMESTAMP_SECONDS:
-        return int(ts.seconds)
-    return timestamp_ms(ts, "delivery_timestamp")
+    timestamp that, read as milliseconds, is a time since 2000 is read as milliseconds.
+    Anything else out of range (just past year 9999, which as milliseconds would be a
+    1970s date and deliver at once) is refused."""
+    if ts.seconds > MAX_TIMESTAMP_SECONDS:
+        if ts.nanos == 0 and MIN_MILLIS_READING <= ts.seconds <= MAX_TIMESTAMP_SECONDS * 1000:
+            return int(ts.seconds)
+        raise MessagingError(
+            Code.ILLEGAL_DELIVERY_TIME,
+            f"delivery_timestamp of {ts.seconds} s is past year 9999, and as milliseconds "
+            "it is not a time since 2000")
+    if ts.seconds < 0 or not 0 <= ts.nanos < 1_000_000_000:
+        raise MessagingError(Code.ILLEGAL_DELIVERY_TIME,
+                             "delivery_timestamp is not a valid timestamp")
+    return int(ts.seconds * 1000 + ts.nanos // 1_000_000)
 
 
 def duration_ms(d: Duration, what: str) -> int:

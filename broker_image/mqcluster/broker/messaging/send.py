@@ -18,6 +18,12 @@ from mqcluster.broker.messaging.naming import check_topic
 from mqcluster.broker.messaging.store_port import MessageLog
 from mqcluster.broker.messaging.transaction import TransactionService
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
+from mqcluster.store.validation import (
+    key_problem,
+    message_group_problem,
+    property_problem,
+    tag_problem,
+)
 
 
 @dataclass
@@ -59,6 +65,11 @@ _PUT_FAILURES = {
 }
 
 
+def _refuse(code: Code, problem: str | None) -> None:
+    if problem is not None:
+        raise MessagingError(code, problem)
+
+
 def check_put(result: PutResult) -> None:
     if result.ok:
         return
@@ -90,18 +101,19 @@ class SendService:
                 f"message body is {len(msg.body)} bytes, more than maxMessageSize "
                 f"{cfg.maxMessageSize}",
             )
-        if msg.tag is not None and (not msg.tag.strip() or "|" in msg.tag):
-            raise MessagingError(Code.ILLEGAL_MESSAGE_TAG, f"illegal tag {msg.tag!r}")
-        if any(not k.strip() for k in msg.keys):
-            raise MessagingError(Code.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
-        if msg.message_group is not None and (
-                not msg.message_group.strip() or len(msg.message_group) > cfg.maxMessageGroupSize):
-            raise MessagingError(
-                Code.ILLEGAL_MESSAGE_GROUP,
-                f"message group must be 1..{cfg.maxMessageGroupSize} characters",
-            )
-        if msg.message_id is not None and len(msg.message_id) > cfg.maxMessageIdSize:
-            raise MessagingError(Code.ILLEGAL_MESSAGE_ID, "message id is too long")
+        if msg.tag is not None:
+            _refuse(Code.ILLEGAL_MESSAGE_TAG, tag_problem(msg.tag))
+        for key in msg.keys:
+            _refuse(Code.ILLEGAL_MESSAGE_KEY, key_problem(key))
+        if msg.message_group is not None:
+            _refuse(Code.ILLEGAL_MESSAGE_GROUP,
+                    message_group_problem(msg.message_group, cfg.maxMessageGroupSize))
+        if msg.message_id is not None:
+            if len(msg.message_id) > cfg.maxMessageIdSize:
+                raise MessagingError(Code.ILLEGAL_MESSAGE_ID, "message id is too long")
+            _refuse(Code.ILLEGAL_MESSAGE_ID, property_problem("message id", msg.message_id))
+        if msg.trace_context is not None:
+            _refuse(Code.BAD_REQUEST, property_problem("trace_context", msg.trace_context))
         if len(msg.user_properties) > cfg.maxUserPropertyCount:
             raise MessagingError(
                 Code.MESSAGE_PROPERTIES_TOO_LARGE,
@@ -109,10 +121,12 @@ class SendService:
             )
         size = 0
         for key, value in msg.user_properties.items():
-            if not key or key in p.SYSTEM_PROPERTIES:
+            # ("__" names are the broker's own: a consumer is never shown them.)
+            if key in p.SYSTEM_PROPERTIES or key.startswith("__"):
                 raise MessagingError(
-                    Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {key!r} is reserved or empty"
+                    Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {key!r} is reserved"
                 )
+            _refuse(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, property_problem(key, value))
             size += len(key.encode()) + len(value.encode())
         if size > cfg.maxUserPropertySize:
             raise MessagingError(
@@ -157,8 +171,7 @@ class SendService:
     async def send(self, msg: OutgoingMessage) -> SendOutcome:
         self.validate(msg)
         topic = self._catalog.topic(msg.topic)
-        if not topic.writable:
-            raise MessagingError(Code.FORBIDDEN, f"topic {msg.topic!r} is not writable")
+        self._catalog.check_writable(topic)
         accepted = accepted_kinds(topic)
         if msg.kind not in accepted:
             raise MessagingError(
