@@ -14,7 +14,7 @@ from typing import Protocol
 from mqcluster.broker.messaging.catalog import Catalog
 from mqcluster.broker.messaging.kinds import MessageKind, accepted_kinds
 from mqcluster.broker.messaging.service import ANY_QUEUE
-from mqcluster.store.topic_config import TopicConfig
+from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 
 Address = tuple[str, int]
 
@@ -55,9 +55,12 @@ def parse_address(text: str) -> Address:
     return host.strip("[]"), int(port)
 
 
-def queue_permission(config: TopicConfig, queue_id: int) -> Permission:
-    readable = config.readable and queue_id < config.readQueueNums
-    writable = config.writable and queue_id < config.writeQueueNums
+def queue_permission(config: TopicConfig, queue_id: int,
+                     broker_permission: int = PERM_READ | PERM_WRITE) -> Permission:
+    """A queue's permission in a route: the topic's perm ANDed with the broker's."""
+    perm = config.perm & broker_permission
+    readable = bool(perm & PERM_READ) and queue_id < config.readQueueNums
+    writable = bool(perm & PERM_WRITE) and queue_id < config.writeQueueNums
     if readable and writable:
         return Permission.READ_WRITE
     if readable:
@@ -78,9 +81,10 @@ class LocalRouteProvider:
     def _routes(self, config: TopicConfig, access_point: tuple[Address, ...]) -> list[QueueRoute]:
         endpoints = (self._advertised,) if self._advertised else access_point
         accept = accepted_kinds(config)
+        broker_perm = self._catalog.broker_permission()
         return [
-            QueueRoute(config.topicName, q, queue_permission(config, q), self._broker_name,
-                       self._broker_id, endpoints, accept)
+            QueueRoute(config.topicName, q, queue_permission(config, q, broker_perm),
+                       self._broker_name, self._broker_id, endpoints, accept)
             for q in range(max(config.readQueueNums, config.writeQueueNums))
         ]
 
@@ -91,10 +95,10 @@ class LocalRouteProvider:
                          access_point: tuple[Address, ...]) -> list[QueueRoute]:
         """One assignment for this broker with queue id -1: receive from all its queues."""
         config = self._catalog.topic(topic, create=False)
-        if not (config.readable and config.readQueueNums > 0):
+        if not (self._catalog.readable(config) and config.readQueueNums > 0):
             return []
         endpoints = (self._advertised,) if self._advertised else access_point
-        perm = Permission.READ_WRITE if config.writable else Permission.READ
+        perm = Permission.READ_WRITE if self._catalog.writable(config) else Permission.READ
         return [QueueRoute(topic, ANY_QUEUE, perm, self._broker_name, self._broker_id,
                            endpoints, accepted_kinds(config))]
 

@@ -29,6 +29,7 @@ from mqcluster.broker.messaging.clock import Clock
 from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.broker.messaging.errors import Code, MessagingError
 from mqcluster.broker.messaging.service import MessagingService
+from mqcluster.store.topic_config import PERM_READ, PERM_WRITE
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,13 @@ def route_address(ctx: MessagingHost, config: MessagingConfig) -> str | None:
     return ctx.addresses.grpc
 
 
+def broker_permission(ctx: MessagingHost) -> int:
+    """The broker's ``brokerPermission`` now (``updateBrokerConfig`` replaces the config);
+    a host without one (a test harness) may read and write."""
+    perm = getattr(ctx.config, "brokerPermission", None)
+    return perm if isinstance(perm, int) else PERM_READ | PERM_WRITE
+
+
 def takes_over(old: ReplicaRole, new: ReplicaRole) -> bool:
     """Whether a role change makes this broker a master that another may have
     preceded: it was not master, or it is master in a new epoch."""
@@ -193,7 +201,8 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
     cfg = config or MessagingConfig.from_broker(
         ctx.config, brokerName=ctx.broker_name, brokerClusterName=ctx.cluster_name,
         brokerId=ctx.broker_id)
-    service = MessagingService(ctx.store, cfg, clock=clock, on_topic_created=ctx.topics_changed)
+    service = MessagingService(ctx.store, cfg, clock=clock, on_topic_created=ctx.topics_changed,
+                               broker_permission=lambda: broker_permission(ctx))
     await service.start()
     try:
         limit = inbound_limit(cfg)

@@ -12,12 +12,40 @@ from mqcluster.store.subscription_group import SubscriptionGroupConfig
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 
 
+def _read_write() -> int:
+    return PERM_READ | PERM_WRITE
+
+
 class Catalog:
+    """``broker_permission`` gives the broker's ``brokerPermission`` as it is now (it can
+    change at run time): a topic's effective permission is its own ANDed with it, for
+    sends, receives and the routes handed out, as RocketMQ registers it."""
+
     def __init__(self, log: MessageLog, config: MessagingConfig,
-                 on_topic_created: Callable[[], None] | None = None) -> None:
+                 on_topic_created: Callable[[], None] | None = None,
+                 broker_permission: Callable[[], int] = _read_write) -> None:
         self._log = log
         self._config = config
         self._on_topic_created = on_topic_created
+        self.broker_permission = broker_permission
+
+    def perm(self, config: TopicConfig) -> int:
+        return config.perm & self.broker_permission()
+
+    def writable(self, config: TopicConfig) -> bool:
+        return bool(self.perm(config) & PERM_WRITE)
+
+    def readable(self, config: TopicConfig) -> bool:
+        return bool(self.perm(config) & PERM_READ)
+
+    def check_writable(self, config: TopicConfig) -> None:
+        if not self.broker_permission() & PERM_WRITE:
+            raise MessagingError(
+                Code.FORBIDDEN,
+                f"broker {self._config.brokerName} forbids writes (brokerPermission)")
+        if not config.writable:
+            raise MessagingError(Code.FORBIDDEN,
+                                 f"topic {config.topicName!r} is not writable (perm)")
 
     def topic(self, name: str, *, create: bool = True) -> TopicConfig:
         """The topic's config; created with the default queue count when allowed."""

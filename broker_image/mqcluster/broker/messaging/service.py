@@ -37,11 +37,13 @@ ANY_QUEUE = -1
 
 class MessagingService:
     def __init__(self, log_: MessageLog, config: MessagingConfig, *, clock: Clock | None = None,
-                 on_topic_created: Callable[[], None] | None = None) -> None:
+                 on_topic_created: Callable[[], None] | None = None,
+                 broker_permission: Callable[[], int] | None = None) -> None:
         self.log = log_
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self.catalog = Catalog(log_, config, on_topic_created)
+        self.catalog = (Catalog(log_, config, on_topic_created) if broker_permission is None
+                        else Catalog(log_, config, on_topic_created, broker_permission))
         self.consume = ConsumeService(log_, self.catalog, self.clock, config.brokerName,
                                       config.renewMaxTimeMillis)
         self.delay = DelayService(log_, self.catalog, self.clock)
@@ -155,8 +157,9 @@ class MessagingService:
             raise MessagingError(
                 Code.BAD_REQUEST, f"topic {topic!r} has no queue {queue_id} (it has {nums})"
             )
-        if for_read and not cfg.readable:
-            raise MessagingError(Code.FORBIDDEN, f"topic {topic!r} is not readable")
+        if for_read and not self.catalog.readable(cfg):
+            raise MessagingError(Code.FORBIDDEN,
+                                 f"topic {topic!r} is not readable (perm, brokerPermission)")
         return cfg
 
     def _wake_receivers(self, handle: str) -> None:
