@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from mqcluster.common import event_loop, gc_policy
-from mqcluster.common.config import ConfigError, build_config, load_properties
+from mqcluster.common.config import ConfigError, Properties, build_config, load_properties
 from mqcluster.namesrv.config import CONTROLLER_KEYS, NamesrvConfig
 from mqcluster.namesrv.embedded import (
     EmbeddedController,
@@ -33,14 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load(args: argparse.Namespace) -> tuple[NamesrvConfig, dict[str, str], str]:
-    props = load_properties(args.configFile) if args.configFile else {}
+    props = load_properties(args.configFile) if args.configFile else Properties()
     if args.listenPort is not None:
         props["listenPort"] = str(args.listenPort)
     if args.bindAddress is not None:
         props["bindAddress"] = args.bindAddress
     source = args.configFile or "<command line>"
     others = CONTROLLER_KEYS | controller_keys()
-    own = {k: v for k, v in props.items() if k not in others or k in NamesrvConfig.model_fields}
+    own = props.subset(k for k in props if k not in others or k in NamesrvConfig.model_fields)
     return build_config(NamesrvConfig, own, source), props, source
 
 
