@@ -7,6 +7,9 @@ rejected with the key named.
 
 from __future__ import annotations
 
+from mqcluster.common import rocketmq_keys
+from mqcluster.common.config import closest_key
+
 BROKER_KEYS: frozenset[str] = frozenset(
     {
         "autoCreateSubscriptionGroup",
@@ -129,11 +132,27 @@ CONTROLLER_MANAGED_KEYS: frozenset[str] = frozenset(
 
 
 def bad_keys(given: dict[str, str], allowed: frozenset[str], managed: frozenset[str]) -> list[str]:
-    """Human-readable problems with ``given`` keys, empty when all are fine."""
+    """Human-readable problems with ``given`` keys, empty when all are fine.
+
+    A key nobody knows is most likely a typo: the message suggests the closest key,
+    as the broker and controller processes do for their files."""
     problems: list[str] = []
     for key in sorted(given):
         if key in managed:
             problems.append(f"key {key!r} is set by the operator and cannot be overridden")
-        elif key not in allowed:
-            problems.append(f"unknown RocketMQ key {key!r}")
+        elif key in allowed:
+            continue
+        elif key in rocketmq_keys.ALL:
+            problems.append(f"RocketMQ key {key!r} cannot be overridden here")
+        else:
+            problems.append(unknown_key(key, allowed, managed))
     return problems
+
+
+def unknown_key(key: str, allowed: frozenset[str], managed: frozenset[str]) -> str:
+    """``unknown key 'x': did you mean 'y'?``, saying when ``y`` comes from the spec."""
+    guess = closest_key(key, allowed | managed)
+    if guess is None:
+        return f"unknown key {key!r}"
+    where = " (the operator sets it from the spec)" if guess in managed else ""
+    return f"unknown key {key!r}: did you mean {guess!r}?{where}"

@@ -177,7 +177,15 @@ def test_cross_field_rules(case: str, patch: dict[str, Any], message: str) -> No
 
 @pytest.mark.parametrize(
     ("key", "message"),
-    [("brokerName", "set by the operator"), ("noSuchKey", "unknown RocketMQ key 'noSuchKey'")],
+    [
+        ("brokerName", "set by the operator"),
+        ("noSuchKey", "unknown key 'noSuchKey'"),
+        ("deleteWhn", "unknown key 'deleteWhn': did you mean 'deleteWhen'\\?"),
+        ("allAckInSyncStatSet", "did you mean 'allAckInSyncStateSet'\\? "
+                                "\\(the operator sets it from the spec\\)"),
+        ("sendThreadPoolQueueCapacity", "RocketMQ key 'sendThreadPoolQueueCapacity' cannot be "
+                                        "overridden here"),
+    ],
 )
 def test_broker_config_keys_are_checked(key: str, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
@@ -187,6 +195,8 @@ def test_broker_config_keys_are_checked(key: str, message: str) -> None:
 def test_controller_config_keys_are_checked() -> None:
     with pytest.raises(ValidationError, match="controllerDLegerPeers"):
         ControllerSpec.model_validate({"config": {"controllerDLegerPeers": "x"}})
+    with pytest.raises(ValidationError, match="did you mean 'enableElectUncleanMaster'"):
+        ControllerSpec.model_validate({"config": {"enableElectUnclean": "true"}})
     ControllerSpec.model_validate({"config": {"enableElectUncleanMaster": "true"}})
 
 
