@@ -1,0 +1,109 @@
+"""Hostile Raft frames against a DLedger broker group of real processes.
+
+Reported: one HEARTBEAT_REQUEST (code 2003) with ``term`` = 2**64 to a DLedger group's
+Raft port left every replica answering "is a slave" for good; a term of 1000 from any
+address forced a re-election each time it was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mqcluster.raft.node import parse_peers
+from tests.ha.dledger_cluster import DLedgerProcessGroup
+from tests.ha.test_processes import History, produce, wait_acks
+from tests.procs import free_addr
+from tests.raft.hostile import heartbeat_frame, send_frames
+
+pytestmark = pytest.mark.slow
+
+QUIET_S = 1.5
+
+
+@pytest.fixture
+async def group(tmp_path: Path) -> AsyncIterator[DLedgerProcessGroup]:
+    g = DLedgerProcessGroup(tmp_path)
+    try:
+        await g.start()
+        await g.wait_leader()
+        yield g
+    except BaseException:
+        print(g.logs())
+        raise
+    finally:
+        await g.close()
+
+
+async def _settled(g: DLedgerProcessGroup) -> tuple[str, int]:
+    """Once every replica follows one leader: its id and the term."""
+    async with asyncio.timeout(30):
+        while True:
+            sts = [await g.status(i) for i in range(len(g.brokers))]
+            seen = {(s["leader"], s["term"]) for s in sts if s is not None}
+            if None not in sts and len(seen) == 1:
+                (leader, term), = seen
+                if isinstance(leader, str) and isinstance(term, int):
+                    return leader, term
+            await asyncio.sleep(0.05)
+
+
+async def _steady(g: DLedgerProcessGroup, leader: str, term: int) -> None:
+    deadline = time.monotonic() + QUIET_S
+    while time.monotonic() < deadline:
+        for i in range(len(g.brokers)):
+            st = await g.status(i)
+            assert st is not None, f"replica {i} stopped answering\n{g.logs()}"
+            assert (st["leader"], st["term"]) == (leader, term), (st, g.logs())
+        await asyncio.sleep(0.1)
+
+
+def _host(addr: str) -> str:
+    return addr.rpartition(":")[0]
+
+
+async def test_hostile_frames_leave_the_group_writable_and_restartable(
+    group: DLedgerProcessGroup,
+) -> None:
+    g = group
+    peers = parse_peers(g.peers)
+    leader, term = await _settled(g)
+    other = {n: next(p for p in g.ids if p != n) for n in g.ids}
+    stranger = _host(free_addr())
+    while stranger in set(g.ips):
+        stranger = _host(free_addr())
+
+    # term=1000 from an address that is no peer's, claiming a peer's id: ignored.
+    for _ in range(3):
+        for n in g.ids:
+            await send_frames(peers[n], [heartbeat_frame(other[n], n, 1000)],
+                              source_host=stranger)
+    # The reported frame, from anywhere and from the claimed peer's own host.
+    for n in g.ids:
+        frame = heartbeat_frame(other[n], n, 2**64)
+        await send_frames(peers[n], [frame])
+        assert await send_frames(peers[n], [frame], source_host=_host(peers[other[n]]))
+    await _steady(g, leader, term)
+
+    history = History()
+    worker = threading.Thread(target=produce, args=(g.endpoints, history), daemon=True)
+    worker.start()
+    try:
+        await wait_acks(history, 10)
+        # Every replica restarts from its store and the group serves writes again.
+        await g.stop_brokers()
+        for i in range(len(g.brokers)):
+            await g.restart(i)
+        await _settled(g)
+        await wait_acks(history, len(history.acked) + 10)
+    finally:
+        history.stop.set()
+        await asyncio.to_thread(worker.join, 30)
+    logs = g.logs()
+    assert "raft driver failed" not in logs
+    assert "closing Raft connection" in logs
