@@ -57,8 +57,8 @@ class PullService:
             return PullOutcome(topic.code, topic.remark)
         if h.queueId >= topic.readQueueNums:
             return PullOutcome(
-                BrokerResponseCode.SYSTEM_ERROR,
-                f"queueId {h.queueId} is illegal: topic {h.topic!r} has "
+                BrokerResponseCode.INVALID_REQUEST,
+                f"queueId={h.queueId} is illegal: topic {h.topic!r} has "
                 f"{topic.readQueueNums} read queues",
             )
         subs = self.ctx.store.subscriptions

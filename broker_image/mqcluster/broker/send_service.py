@@ -115,8 +115,8 @@ class SendService:
             return self._random.randrange(topic.writeQueueNums)
         if queue_id >= topic.writeQueueNums:
             return _reject(
-                BrokerResponseCode.SYSTEM_ERROR,
-                f"queueId {queue_id} is illegal: topic {req.topic!r} has "
+                BrokerResponseCode.INVALID_REQUEST,
+                f"queueId={queue_id} is illegal: topic {req.topic!r} has "
                 f"{topic.writeQueueNums} write queues",
             )
         return queue_id
