@@ -163,3 +163,50 @@ def test_routes_name_the_hosts_address_unless_broker_ip1_is_set() -> None:
     assert bound_only.broker_addr == f"{_local_ip()}:10911"
     pinned = BrokerConfig(brokerName="b", bindAddress="0.0.0.0", brokerIP1="127.0.0.1")
     assert pinned.broker_addr == "127.0.0.1:10911"
+
+
+def test_dledger_peers_named_by_pod_dns_keep_their_ids() -> None:
+    # the id ends at the first "-", as DLedger reads it (a Kubernetes pod name has "-" too)
+    peers = "n0-b-0.b-headless.mq.svc:40911;n1-b-1.b-headless.mq.svc:40911"
+    assert parse_dledger_peers(peers) == {
+        "n0": "b-0.b-headless.mq.svc:40911", "n1": "b-1.b-headless.mq.svc:40911"}
+    cfg = load_broker_config(None, {"brokerName": "b", "enableDLegerCommitLog": "true",
+                                    "dLegerGroup": "b", "dLegerPeers": peers,
+                                    "dLegerSelfId": "n1"})
+    assert cfg.dledger_peers["n1"] == "b-1.b-headless.mq.svc:40911"
+
+
+def test_a_misspelt_durability_key_is_not_silently_left_false(tmp_path: Path) -> None:
+    path = write(tmp_path, "brokerName=b\nenableControllerMode=true\n"
+                           "controllerAddr=127.0.0.1:9877\nallAckInSyncStatSet=true\n")
+    with pytest.raises(ConfigError, match="unknown key 'allAckInSyncStatSet' on line 4: "
+                                          "did you mean 'allAckInSyncStateSet'"):
+        load_broker_config(path)
+
+
+@pytest.mark.parametrize("key", ["brokerName", "brokerClusterName", "storePathRootDir",
+                                 "dLegerGroup", "dLegerSelfId"])
+def test_an_empty_name_does_not_fall_back_to_a_default(tmp_path: Path, key: str) -> None:
+    path = write(tmp_path, "brokerName=\n" if key == "brokerName" else f"brokerName=b\n{key}=\n")
+    with pytest.raises(ConfigError, match=f"key '{key}' on line \\d is empty"):
+        load_broker_config(path)
+
+
+def test_a_key_set_twice_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "brokerName=b\nbrokerRole=SLAVE\nbrokerId=1\nbrokerRole=SYNC_MASTER\n")
+    with pytest.raises(ConfigError, match=r"'brokerRole' is set more than once \(lines 2, 4\)"):
+        load_broker_config(path)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in [*EXAMPLES.glob("broker*.conf"), *EXAMPLES.glob("conf/*.conf")]))
+def test_example_broker_files_load_without_a_warning(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = next(p for p in [*EXAMPLES.glob("*.conf"), *EXAMPLES.glob("conf/*.conf")]
+                if p.name == name)
+    load_broker_config(path)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]

@@ -32,7 +32,8 @@ FRAME_OVERHEAD = 64 * 1024
 """Room for a message's header and properties in a frame beyond its body."""
 
 _ADDR_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
-_PEER_RE = re.compile(r"^([A-Za-z0-9_\-]+)-([A-Za-z0-9_.\-\[\]:]+:\d{1,5})$")
+# the id ends at the first "-", as DLedger reads it: pod DNS names carry "-" too
+_PEER_RE = re.compile(r"^([A-Za-z0-9_]+)-([A-Za-z0-9_.\-\[\]:]+:\d{1,5})$")
 
 
 class BrokerRole(StrEnum):
