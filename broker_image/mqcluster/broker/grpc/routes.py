@@ -7,6 +7,7 @@ same ``RouteProvider`` protocol and returns the queues of every broker of the to
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Protocol
@@ -71,17 +72,28 @@ def queue_permission(config: TopicConfig, queue_id: int,
 
 
 class LocalRouteProvider:
+    """``write_wiped(topic)``, when given, says whether the name servers took this
+    group's write permission away (``NamesrvWritePerm``): the routes then say READ."""
+
     def __init__(self, catalog: Catalog, broker_name: str, broker_id: int = 0,
-                 advertised: Address | None = None) -> None:
+                 advertised: Address | None = None,
+                 write_wiped: Callable[[str], Awaitable[bool]] | None = None) -> None:
         self._catalog = catalog
         self._broker_name = broker_name
         self._broker_id = broker_id
         self._advertised = advertised
+        self._write_wiped = write_wiped
 
-    def _routes(self, config: TopicConfig, access_point: tuple[Address, ...]) -> list[QueueRoute]:
+    async def _broker_perm(self, topic: str) -> int:
+        perm = self._catalog.broker_permission()
+        if perm & PERM_WRITE and self._write_wiped is not None and await self._write_wiped(topic):
+            perm &= ~PERM_WRITE
+        return perm
+
+    def _routes(self, config: TopicConfig, access_point: tuple[Address, ...],
+                broker_perm: int) -> list[QueueRoute]:
         endpoints = (self._advertised,) if self._advertised else access_point
         accept = accepted_kinds(config)
-        broker_perm = self._catalog.broker_permission()
         return [
             QueueRoute(config.topicName, q, queue_permission(config, q, broker_perm),
                        self._broker_name, self._broker_id, endpoints, accept)
@@ -89,16 +101,19 @@ class LocalRouteProvider:
         ]
 
     async def route(self, topic: str, access_point: tuple[Address, ...]) -> list[QueueRoute]:
-        return self._routes(self._catalog.topic(topic), access_point)
+        config = self._catalog.topic(topic)
+        return self._routes(config, access_point, await self._broker_perm(topic))
 
     async def assignment(self, topic: str, group: str,
                          access_point: tuple[Address, ...]) -> list[QueueRoute]:
         """One assignment for this broker with queue id -1: receive from all its queues."""
         config = self._catalog.topic(topic, create=False)
-        if not (self._catalog.readable(config) and config.readQueueNums > 0):
+        broker_perm = await self._broker_perm(topic)
+        perm_bits = config.perm & broker_perm
+        if not (perm_bits & PERM_READ and config.readQueueNums > 0):
             return []
         endpoints = (self._advertised,) if self._advertised else access_point
-        perm = Permission.READ_WRITE if self._catalog.writable(config) else Permission.READ
+        perm = Permission.READ_WRITE if perm_bits & PERM_WRITE else Permission.READ
         return [QueueRoute(topic, ANY_QUEUE, perm, self._broker_name, self._broker_id,
                            endpoints, accepted_kinds(config))]
 

@@ -25,10 +25,12 @@ from mqcluster.broker.grpc.observe import TrafficObserver
 from mqcluster.broker.grpc.routes import LocalRouteProvider, RouteProvider, parse_address
 from mqcluster.broker.grpc.servicer import CallInfo, MessagingServicer
 from mqcluster.broker.grpc.telemetry import TelemetrySession
+from mqcluster.broker.grpc.write_perm import NamesrvWritePerm
 from mqcluster.broker.messaging.clock import Clock
 from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.broker.messaging.errors import Code, MessagingError
 from mqcluster.broker.messaging.service import MessagingService
+from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE
 
 log = logging.getLogger(__name__)
@@ -146,6 +148,7 @@ class GrpcEndpoint:
     host: str
     port: int
     channels: MasterChannels | None = None
+    namesrv: NamesrvClient | None = None
 
     @property
     def address(self) -> str:
@@ -155,6 +158,8 @@ class GrpcEndpoint:
         await self.server.stop(grace_s)
         if self.channels is not None:
             await self.channels.close()
+        if self.namesrv is not None:
+            await self.namesrv.close()
         await self.service.stop()
 
 
@@ -178,6 +183,14 @@ def route_address(ctx: MessagingHost, config: MessagingConfig) -> str | None:
     if config.grpcRouteAccessPoint or replicated(ctx):
         return None
     return ctx.addresses.grpc
+
+
+def _namesrv_client(ctx: MessagingHost) -> NamesrvClient | None:
+    """A client of the broker's name servers (``namesrvAddr``), if it has any."""
+    addrs = getattr(ctx.config, "namesrv_addrs", None)
+    if not addrs or not isinstance(addrs, (list, tuple)):
+        return None
+    return NamesrvClient(addrs, timeout=1.0)
 
 
 def broker_permission(ctx: MessagingHost) -> int:
@@ -212,9 +225,11 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
             ("grpc.so_reuseport", 0),
         ])
         advertised = route_address(ctx, cfg)
+        namesrv = _namesrv_client(ctx) if route_provider is None else None
+        wiped = NamesrvWritePerm(namesrv, cfg.brokerName).wiped if namesrv else None
         routes = route_provider or LocalRouteProvider(
             service.catalog, cfg.brokerName, 0 if replicated(ctx) else cfg.brokerId,
-            parse_address(advertised) if advertised else None)
+            parse_address(advertised) if advertised else None, write_wiped=wiped)
         servicer = MessagingServicer(service, routes, TrafficObserver(ctx.metrics))
         handler = build_handler(servicer)
         channels: MasterChannels | None = None
@@ -233,6 +248,8 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
         await server.start()
     except BaseException:
         await service.stop()
+        if namesrv is not None:
+            await namesrv.close()
         raise
     log.info("gRPC MessagingService listening on %s:%d", host, bound)
-    return GrpcEndpoint(server, service, servicer, host, bound, channels)
+    return GrpcEndpoint(server, service, servicer, host, bound, channels, namesrv)
