@@ -105,6 +105,7 @@ class BrokerGroupFollower:
         self.clock = clock
         self.log = logger
         self.sub: Subscription | None = None
+        self._poked = asyncio.Event()
         self._key: tuple[ProbeTarget, str] | None = None
         self._selector: dict[str, str] | None = None
         self._target_at = float("-inf")
@@ -167,14 +168,23 @@ class BrokerGroupFollower:
             self._key = (target, broker_name)
         return self.sub
 
+    def poke(self) -> None:
+        """A pod of the group changed readiness: step now, and poll the election quickly
+        (a killed master's pod turning NotReady is when a DLedger election happens)."""
+        self._poked.set()
+        if self.sub is not None:
+            self.sub.poller.hurry()
+
     async def wait(self, stopped: Any, timeout: float) -> bool:
-        """Until the group's election changes (True), ``timeout`` passes or the daemon stops."""
+        """Until the group's election changes (True), ``timeout`` passes, a pod changes
+        readiness (``poke``) or the daemon stops."""
         sub = self.sub
-        if sub is None or not sub.changed.is_set():
+        if (sub is None or not sub.changed.is_set()) and not self._poked.is_set():
             async def stop() -> None:
                 await stopped.wait(timeout)
 
-            waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop())]
+            waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop()),
+                                                  asyncio.ensure_future(self._poked.wait())]
             if sub is not None:
                 waiters.append(asyncio.ensure_future(sub.changed.wait()))
             try:
@@ -185,6 +195,7 @@ class BrokerGroupFollower:
                 for waiter in waiters:
                     with contextlib.suppress(asyncio.CancelledError):
                         await waiter
+        self._poked.clear()
         if sub is None or not sub.changed.is_set():
             return False
         sub.changed.clear()
@@ -610,6 +621,10 @@ class BrokerGroupFollower:
                     f"n{int(step.transfer_to.rsplit('-', 1)[1])}")
             except Exception as exc:
                 failed = f"upgrade: leadership transfer to {step.transfer_to} failed: {exc}"
+            else:
+                # no pod changes readiness in a handover: read the new leader quickly
+                if self.sub is not None:
+                    self.sub.poller.hurry()
         if failed is not None:
             # not recorded as asked: the next round asks again (one Event per distinct error)
             if failed != self._handover_failed:

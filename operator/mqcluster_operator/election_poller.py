@@ -6,7 +6,10 @@ endpoints). The poller asks its probe about every subscribed name in one
 request (RIP-44 GET_SYNC_STATE_DATA takes a list of broker names), keeps the
 latest answer per name and wakes the subscribers whose answer changed. On
 errors it backs off exponentially up to ``max_backoff``; with no subscribers
-left it stops and closes its probe.
+left it stops and closes its probe. ``hurry`` (a pod of a group changed readiness, the
+operator asked for a handover) polls at once and then every ``fast_interval`` for a
+few seconds: the brokers' health endpoints, polled every 2 s otherwise, are read as
+often as the controllers while an election may be under way.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ log = logging.getLogger(__name__)
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]
 Latest = Election | ProbeError | None
+HURRY_SECONDS = 5.0
+"""How long a poller polls at its fast interval after ``hurry``: a DLedger election
+takes a few hundred milliseconds, a restarted pod a few seconds to rejoin."""
 
 
 class Subscription:
@@ -52,9 +58,13 @@ class SharedPoller:
     def __init__(
         self, probe: ControllerProbe, interval: float, max_backoff: float,
         on_idle: Callable[[SharedPoller], None] | None = None,
+        fast_interval: float | None = None, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.probe = probe
         self.interval = interval
+        self.fast_interval = min(interval, fast_interval or interval)
+        self._clock = clock
+        self._hurry_until = float("-inf")
         self.max_backoff = max(max_backoff, interval)
         self.polls = 0
         self.failures = 0
@@ -105,9 +115,14 @@ class SharedPoller:
                 await task
         await self.probe.close()
 
+    def hurry(self, seconds: float = HURRY_SECONDS) -> None:
+        """Poll now, then every ``fast_interval`` for ``seconds``."""
+        self._hurry_until = max(self._hurry_until, self._clock() + seconds)
+        self._wake.set()
+
     def delay(self) -> float:
         if self.failures == 0:
-            return self.interval
+            return self.fast_interval if self._clock() < self._hurry_until else self.interval
         return float(min(self.max_backoff, self.interval * 2 ** self.failures))
 
     async def poll_once(self) -> None:
@@ -178,7 +193,8 @@ class ElectionHub:
         if poller is None:
             interval = self.interval if target.controller_addrs else self.health_interval
             poller = SharedPoller(self.factory(target), interval, self.max_backoff,
-                                  on_idle=functools.partial(self._forget, target))
+                                  on_idle=functools.partial(self._forget, target),
+                                  fast_interval=self.interval)
             self.pollers[target] = poller
         return poller.subscribe(broker_name)
 

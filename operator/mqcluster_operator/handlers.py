@@ -9,7 +9,10 @@ between two polls of a controller cluster, shared by all its BrokerGroups) and
 ``hub`` (the ElectionHub doing those polls), ``reconciling`` (a semaphore: at most
 ``MQCLUSTER_RECONCILE_CONCURRENCY`` reconciliations at once, so that the resync
 timers of many resources, which fire together, do not flood the API server and
-delay the election followers' relabels).
+delay the election followers' relabels), ``readiness`` (readiness.Refresher: Ready
+recomputed when pods or StatefulSets change), ``reconciled`` (the reconciler's
+conditions as last written, by uid) and ``followers`` (the BrokerGroup followers by
+namespace and name, woken by their pods' readiness changes).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 import kopf
 
-from . import conditions, kopf_settings, metrics, names, reconcile, views
+from . import conditions, kopf_settings, metrics, names, readiness, reconcile, views
 from .applied import AppliedCache
 from .election_followers import BrokerGroupFollower, ControllerFollower
 from .election_poller import ElectionHub
@@ -61,6 +64,14 @@ def ensure_memo(memo: Any) -> None:
     if memo.get("reconciling") is None:
         limit = int(env_float("MQCLUSTER_RECONCILE_CONCURRENCY", 4))
         memo.reconciling = asyncio.Semaphore(max(1, limit))
+    if memo.get("reconciled") is None:
+        memo.reconciled = {}
+    if memo.get("followers") is None:
+        memo.followers = {}
+    if memo.get("readiness") is None:
+        memo.readiness = readiness.Refresher(memo.api, memo.clock, memo.reconciled,
+                                             lock=lambda body: reconciling(memo, body))
+        memo.readiness_seen = readiness.Tracker()
     if memo.get("hub") is None:
         memo.hub = ElectionHub(
             memo.probe_factory, memo.poll_interval, health_interval=memo.follow_interval,
@@ -75,6 +86,9 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
 
 
 async def cleanup(memo: Any, **_: Any) -> None:
+    refresher = memo.get("readiness")
+    if refresher is not None:
+        await refresher.close()
     hub = memo.get("hub")
     if hub is not None:
         await hub.close()
@@ -150,16 +164,20 @@ async def apply_outcome(
         status["conditions"] = conditions.set_condition(
             base, "Applied", True, "Applied", "", memo.clock(), body.metadata.get("generation"))
     if outcome.statefulset:
-        sts = await reads.get(Ref("apps/v1", "StatefulSet", body.metadata.namespace or "",
-                                outcome.statefulset))
+        ns = body.metadata.namespace or ""
+        sts = await reads.get(Ref("apps/v1", "StatefulSet", ns, outcome.statefulset))
+        selector = (((sts or {}).get("spec") or {}).get("selector") or {}).get("matchLabels")
+        pods = await reads.list(Ref("v1", "Pod", ns), selector) if selector else None
         view = {**dict(body), "status": {**dict(body.status), **status}}
-        status.update(reconcile.readiness(view, sts, memo.clock(), needs_master))
+        status.update(reconcile.readiness(view, sts, memo.clock(), needs_master, pods))
     current: Any = body.status
     own = status.pop("conditions", None)
     if own is not None:
         own = conditions.RECONCILER.own(own)
         if differs(own, conditions.RECONCILER.own(current.get("conditions") or [])):
             await api.write_status(Ref.of(body), {"conditions": own}, conditions.RECONCILER)
+            # the readiness refresher starts from this, not from an index behind it
+            memo.setdefault("reconciled", {})[body.metadata.uid] = own
     for key, value in status.items():
         if differs(value, current.get(key)):
             patch.status[key] = value
@@ -168,11 +186,12 @@ async def apply_outcome(
 
 
 @contextlib.asynccontextmanager
-async def reconciling(memo: Any, body: kopf.Body) -> AsyncIterator[None]:
+async def reconciling(memo: Any, body: Mapping[str, Any]) -> AsyncIterator[None]:
     """One reconciliation of an object at a time (kopf runs a resync timer beside the
     create/update handlers of the same object), and at most ``memo.reconciling`` in all."""
     locks: dict[str, asyncio.Lock] = memo.setdefault("object_locks", {})
-    key = str(body.metadata.uid or f"{body.metadata.namespace}/{body.metadata.name}")
+    meta = body["metadata"]
+    key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
     lock = locks.setdefault(key, asyncio.Lock())
     async with lock, memo.reconciling:
         yield
@@ -209,10 +228,16 @@ async def follow_brokergroup(
 ) -> None:
     follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger, IndexedReads(kwargs),
                                    memo.get("migration_driver"), memo.get("upgrade_driver"))
+    # the pods' watch (readiness.py) wakes the follower when a pod's readiness changes
+    key = (body.metadata.namespace or "", body.metadata.name or "")
+    followers: dict[tuple[str, str], BrokerGroupFollower] = memo.setdefault("followers", {})
+    followers[key] = follower
     try:
         await run_follower(follower, body, memo.api, memo.clock, stopped, memo.follow_interval,
                            WriteBackoff(), logger)
     finally:
+        if followers.get(key) is follower:
+            del followers[key]
         await follower.close()
 
 
@@ -264,6 +289,7 @@ def register(
     kopf.on.cleanup(registry=registry)(cleanup)
     kopf.on.login(registry=registry)(login)
     views.register(registry)
+    readiness.register(registry)
     for resource, fn, follow in (
         (CONTROLLERS, reconcile_controller, follow_controller),
         (BROKERGROUPS, reconcile_brokergroup, follow_brokergroup),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -171,14 +171,38 @@ def transition_refusal(
     return None
 
 
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Ready and not being deleted (a terminating pod is leaving, whatever it says)."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def ready_pods(
+    name: str, want: int, pods: Sequence[Mapping[str, Any]],
+) -> tuple[int, list[str]]:
+    """(how many of the pods ``name-0`` .. ``name-(want-1)`` are Ready, those that are not)."""
+    by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
+    wanted = [f"{name}-{i}" for i in range(want)]
+    not_ready = [pod for pod in wanted if pod not in by_name or not pod_ready(by_name[pod])]
+    return want - len(not_ready), not_ready
+
+
 def readiness(
     body: Mapping[str, Any], statefulset: Mapping[str, Any] | None, now: str,
-    needs_master: bool,
+    needs_master: bool, pods: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Phase, readyReplicas and the Ready/Progressing conditions from the StatefulSet."""
+    """Phase, readyReplicas and the Ready/Progressing conditions, counted from ``pods`` (the
+    StatefulSet's pods as the watch shows them: the StatefulSet's own count follows them)
+    or, without them, from the StatefulSet's ``readyReplicas``."""
     status = body.get("status") or {}
     want = int((body.get("spec") or {}).get("replicas") or 0)
-    ready = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
+    missing: list[str] = []
+    if pods is not None and statefulset is not None:
+        ready, missing = ready_pods(body["metadata"]["name"], want, pods)
+    else:
+        ready = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
     master = status.get("masterPod")
     gen = generation(body)
     conds = status.get("conditions", [])
@@ -191,6 +215,8 @@ def readiness(
     else:
         why = f"{ready}/{want} replicas ready" + ("" if master or not needs_master
                                                   else ", no master")
+        if missing and len(missing) < want:
+            why += f" ({', '.join(missing)} not Ready)"
         reason = "ReplicasNotReady" if ready < want else "NoMaster"
         conds = conditions.set_condition(conds, "Ready", False, reason, why, now, gen)
         conds = conditions.set_condition(conds, "Progressing", True, reason, why, now, gen)
@@ -200,3 +226,8 @@ def readiness(
     if upgrading and upgrading.get("status") == "True":
         phase = "Upgrading"
     return {"phase": phase, "readyReplicas": ready, "conditions": conds}
+
+
+READINESS_REASONS = frozenset({"AllReplicasReady", "ReplicasNotReady", "NoMaster"})
+"""The Ready reasons ``readiness`` gives; any other is the planner's (an invalid spec, a
+pause, a missing Controller) and stands until the next reconciliation."""

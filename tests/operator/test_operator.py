@@ -227,8 +227,11 @@ async def test_following_relabels_pods_and_reports_master_changes(ns: Ns) -> Non
                     for e in ns.events("MasterChanged")),
         what="second MasterChanged",
     )
-    ready = await ns.eventually(lambda: ns.condition(BG, "broker-a", "Ready"), what="Ready")
-    assert ready["reason"] == "ReplicasNotReady"
+    # Ready is counted from the pods (both Ready here), not from the StatefulSet's status
+    ready = await ns.eventually(
+        lambda: (c := ns.condition(BG, "broker-a", "Ready")) and c["status"] == "True" and c,
+        what="Ready")
+    assert ready["reason"] == "AllReplicasReady" and ready["message"] == "2/2 replicas ready"
 
 
 async def test_probe_failure_keeps_labels(ns: Ns) -> None:
