@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.protocol import BrokerResponseCode
-from mqcluster.store.topic_config import TopicConfig
+from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 from mqcluster.store.validation import group_name_problem, topic_name_problem
 
 AUTO_CREATE_TOPIC_KEY = "TBW102"
@@ -61,7 +61,7 @@ class TopicService:
                 BrokerResponseCode.SERVICE_NOT_AVAILABLE,
                 f"{self._where} is a slave and does not accept messages",
             )
-        if not self.ctx.config.brokerPermission & 0x2:
+        if not self.ctx.config.brokerPermission & PERM_WRITE:
             return TopicRejection(
                 BrokerResponseCode.NO_PERMISSION, f"{self._where} forbids writes (brokerPermission)"
             )
@@ -81,6 +81,10 @@ class TopicService:
         return cfg
 
     def for_read(self, topic: str) -> TopicConfig | TopicRejection:
+        if not self.ctx.config.brokerPermission & PERM_READ:
+            return TopicRejection(
+                BrokerResponseCode.NO_PERMISSION, f"{self._where} forbids reads (brokerPermission)"
+            )
         cfg = self.ctx.store.topics.get(topic)
         if cfg is None:
             return TopicRejection(

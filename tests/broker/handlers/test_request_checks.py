@@ -176,3 +176,20 @@ async def test_the_store_tables_refuse_out_of_range_entries_themselves(broker: B
         broker.ctx.store.subscriptions.put(SubscriptionGroupConfig("X", retryQueueNums=-5))
     with pytest.raises(ValueError, match="queueId"):
         broker.ctx.store.offsets.commit("G", TOPIC, 2**70, 1)
+
+
+# ---- broker permission ---------------------------------------------------------------
+
+
+async def test_broker_permission_applies_to_remoting_sends_and_pulls(tmp_path: Path) -> None:
+    async with remoting_broker(tmp_path / "ro", brokerPermission=4) as ro:
+        await _topic(ro)
+        code, remark = await _send(ro)
+        assert code == BrokerResponseCode.NO_PERMISSION
+        assert remark is not None and "brokerPermission" in remark
+    async with remoting_broker(tmp_path / "wo", brokerPermission=2) as wo:
+        await _topic(wo)
+        r = await wo.call(RequestCode.PULL_MESSAGE, {
+            "consumerGroup": "G", "topic": TOPIC, "queueId": "0", "queueOffset": "0"})
+        assert r.code == BrokerResponseCode.NO_PERMISSION
+        assert r.remark is not None and "brokerPermission" in r.remark
