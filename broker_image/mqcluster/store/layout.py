@@ -95,9 +95,11 @@ def _check_inferred_size(directory: str, found: list[SegmentFile], size: int,
     if found[0].start % written or any(b.start - a.start != written
                                        for a, b in itertools.pairwise(found)):
         return  # not one consistent older size: the per-file checks name the odd file
+    which = (found[0].path if len(found) == 1
+             else f"every segment in {directory} ({len(found)}, from {found[0].path})")
     raise SegmentSizeChangedError(
-        f"{key}={size}, but the segments in {directory} are {written} bytes: the store was "
-        f"written with {key}={written}; set it back (or start on an empty store)")
+        f"{key}={size}, but {which} is {written} bytes: the store was written with "
+        f"{key}={written} (or the file was changed); set it back, or move the store aside")
 
 
 def load_layout(path: str) -> dict[str, int]:
