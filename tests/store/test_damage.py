@@ -160,3 +160,25 @@ async def test_a_clean_restart_sets_nothing_aside(store_factory: StoreFactory) -
     await again.start()
     assert again.recovery is not None and again.recovery.set_aside == []
     assert not os.path.exists(again.config.damaged_dir)
+
+
+async def test_records_ending_in_zero_bytes_are_counted_whole(
+        store_factory: StoreFactory) -> None:
+    from mqcluster.store import MessageRecord
+
+    store = store_factory(**QUIET)
+    await store.start()
+    # No properties: every record ends with a zero length field; the last body is zeros.
+    results = await store.put_messages([MessageRecord("T", 0, bytes([i]) * 50)
+                                        for i in range(10, 0, -1)] +
+                                       [MessageRecord("T", 0, bytes(50))])
+    await store.shutdown()
+    root = Path(store.config.storePathRootDir)
+    bad = results[3]
+    scramble(segment_of(root, bad.commitlog_offset), bad.commitlog_offset + 20, 8, seed=3)
+    again = store_factory(**QUIET)
+    await again.start()
+    report = again.recovery
+    assert report is not None
+    assert (report.records_lost, report.intact_lost, report.records_lost_exact) == (8, 7, True)
+    assert report.set_aside_bytes == results[-1].next_commitlog_offset - bad.commitlog_offset

@@ -23,7 +23,7 @@ from mqcluster.store.codec import (
     consumes_queue_offset,
     record_tags,
 )
-from mqcluster.store.damage import DamageArchive, Survey, data_end, survey
+from mqcluster.store.damage import DamageArchive, Survey, data_extent, survey
 from mqcluster.store.filter import tags_code
 from mqcluster.store.layout import COMMITLOG_KEY
 from mqcluster.store.message import StoredMessage
@@ -529,11 +529,11 @@ class CommitLog:
         stamp = archive.stamp()
         for seg in self.files.between(pos, self.files.max_offset):
             lo = max(pos, seg.start) - seg.start
-            hi = data_end(seg.fd, lo, seg.size)
-            if hi <= lo:
+            allocated, nonzero = data_extent(seg.fd, lo, seg.size)
+            if nonzero <= lo:
                 continue
-            with mmap.mmap(seg.fd, hi, prot=mmap.PROT_READ) as buf:
-                survey(buf, lo, seg.start, seg.size, self.segment_size, found)
+            with mmap.mmap(seg.fd, allocated, prot=mmap.PROT_READ) as buf:
+                hi = survey(buf, lo, nonzero, seg.start, seg.size, self.segment_size, found)
             report.set_aside.append(archive.save(seg.start + lo, seg.fd, lo, hi - lo, stamp))
             report.set_aside_bytes += hi - lo
         report.records_lost = found.records_lost

@@ -27,11 +27,13 @@ _MAGIC = struct.pack(">i", MESSAGE_MAGIC)
 _TRIM_CHUNK = 64 * 1024
 
 
-def data_end(fd: int, start: int, limit: int) -> int:
-    """End of the last non-zero byte of the file in ``[start, limit)`` (``start`` if none).
+def data_extent(fd: int, start: int, limit: int) -> tuple[int, int]:
+    """``(allocated end, non-zero end)`` of the file in ``[start, limit)``: where its last
+    data region ends and where its last non-zero byte ends (``start`` when none).
 
     Segments are sparse: holes are skipped without reading them (SEEK_DATA/SEEK_HOLE),
-    then trailing zeros of the last data region are trimmed."""
+    then trailing zeros of the last data region are trimmed. (A record may end in zero
+    bytes: ``survey`` finds where the last one really ends.)"""
     limit = min(limit, os.fstat(fd).st_size)
     end, pos = start, start
     while pos < limit:
@@ -45,14 +47,15 @@ def data_end(fd: int, start: int, limit: int) -> int:
             break
         pos = min(os.lseek(fd, data, os.SEEK_HOLE), limit)
         end = pos
+    allocated = end
     while end > start:
         lo = max(start, end - _TRIM_CHUNK)
         chunk = os.pread(fd, end - lo, lo)
         stripped = chunk.rstrip(b"\0")
         if stripped:
-            return lo + len(stripped)
+            return allocated, lo + len(stripped)
         end = lo
-    return start
+    return allocated, start
 
 
 @dataclass
@@ -76,11 +79,12 @@ class Survey:
         return self.intact + len(self.damaged)
 
 
-def survey(buf: mmap.mmap, lo: int, seg_start: int, seg_size: int, max_size: int,
-           into: Survey) -> None:
+def survey(buf: mmap.mmap, lo: int, nonzero_end: int, seg_start: int, seg_size: int,
+           max_size: int, into: Survey) -> int:
     """Count the records of one segment's bytes ``buf[lo:]`` (``buf`` maps the segment
-    from its start up to its last non-zero byte). Unreadable regions end where the
-    next intact record begins."""
+    from its start; nothing but zeros lies past ``nonzero_end``); returns where the
+    last of them ends. Unreadable regions end where the next intact record begins."""
+    end = lo
     with memoryview(buf) as view:
         i, n = lo, len(buf)
         while i < n:
@@ -89,17 +93,20 @@ def survey(buf: mmap.mmap, lo: int, seg_start: int, seg_size: int, max_size: int
                 into.intact += 1
                 into.intact_bytes += c.size
                 i += c.size
+                end = i
                 continue
-            if c.kind is RecordKind.BLANK and i + c.size == seg_size:
-                return
+            if i >= nonzero_end or (c.kind is RecordKind.BLANK and i + c.size == seg_size):
+                break
             j = _next_record(buf, view, i + 1, seg_start, max_size)
-            if not any(view[i:j]):  # zeros between records: nothing was lost there
+            if not view[i:j].tobytes().strip(b"\0"):  # zeros between records: none lost
                 i = j
                 continue
-            into.damaged.append((seg_start + i, seg_start + j))
+            into.damaged.append((seg_start + i, seg_start + min(j, nonzero_end)))
             if n - i < PREFIX.size or PREFIX.unpack_from(view, i)[0] != j - i:
                 into.exact = False
             i = j
+            end = min(j, nonzero_end)
+    return max(end, nonzero_end)
 
 
 def _next_record(buf: mmap.mmap, view: memoryview, start: int, base: int,
