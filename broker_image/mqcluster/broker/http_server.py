@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from mqcluster.broker.config import BrokerRole
 from mqcluster.broker.context import BrokerContext
+from mqcluster.common.http_errors import quiet_bad_requests
 
 
 def refresh_gauges(ctx: BrokerContext) -> None:
@@ -43,6 +44,7 @@ class HttpEndpoint:
         return app
 
     async def start(self) -> None:
+        quiet_bad_requests()
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

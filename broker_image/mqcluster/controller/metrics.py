@@ -14,6 +14,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from mqcluster.common.http_errors import quiet_bad_requests
+
 
 class ControllerMetrics:
     def __init__(self) -> None:
@@ -86,6 +88,7 @@ class MetricsServer:
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/health", self._health)
+        quiet_bad_requests()
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
