@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mqcluster.broker.server import BrokerServer
 from mqcluster.store.message import MessageRecord, PutStatus
-from tests.ha.group import TOPIC, wait_until
+from tests.ha.group import TOPIC, GroupHarness, wait_until
 from tests.ha.test_master_slave import Start, in_sync, pair  # noqa: F401  (``pair``: fixture)
 
 
@@ -57,3 +57,35 @@ async def test_a_slave_refetches_what_its_recovery_cut_off(pair: Start) -> None:
         assert [m.body for m in got.messages] == [f"m{i}".encode() * 8 for i in range(250, 300)]
     finally:
         await again.stop()
+
+
+async def test_a_controller_mode_slave_refetches_what_its_recovery_cut_off(
+        tmp_path: Path) -> None:
+    g = GroupHarness(tmp_path, 2)
+    await g.start()
+    try:
+        m = await g.wait_master()
+        s = 1 - m
+        results = []
+        for i in range(300):
+            r = await g.put(m, f"m{i}".encode() * 8)
+            assert r.status is PutStatus.PUT_OK, r
+            results.append(r)
+        wanted = commitlog(g.broker(m))
+        await g.wait_for(lambda: g.broker(s).context.store.commitlog_max_offset == len(wanted))
+        await g.kill(s)
+
+        bad = results[250].commitlog_offset
+        segment = Path(g.configs[s].storePathRootDir) / "commitlog" / f"{0:020d}"
+        with open(segment, "r+b") as f:
+            f.seek(bad + 30)
+            f.write(random.Random(251).randbytes(20))
+
+        again = await g.start_broker(s)
+        report = again.context.store.recovery
+        assert report is not None and report.truncated_at == bad
+        assert (report.records_lost, report.intact_lost) == (50, 49)
+        await g.wait_for(lambda: again.context.store.commitlog_max_offset == len(wanted))
+        assert commitlog(again) == wanted
+    finally:
+        await g.stop()
