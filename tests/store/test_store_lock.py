@@ -71,3 +71,13 @@ async def test_one_store_may_give_a_directory_two_roles(
                           storePathEpochFile=str(root / "epochFileCheckpoint"))
     await store.start()
     assert (await store.put_message(rec(1))).status.name == "PUT_OK"
+
+
+async def test_the_lock_file_says_who_holds_the_store(store_factory: StoreFactory,
+                                                     tmp_path: Path) -> None:
+    store = store_factory(root=tmp_path / "a")
+    store.open()
+    lock = tmp_path / "a" / "lock"
+    assert lock.read_text() == f"pid {os.getpid()}\n"
+    store.close()
+    assert lock.read_text() == ""

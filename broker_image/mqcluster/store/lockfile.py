@@ -109,6 +109,9 @@ class StoreLock:
 
     def release(self) -> None:
         fds, self._fds = self._fds, []
+        if fds and self.owner_file is not None:  # nobody holds it any more
+            with contextlib.suppress(OSError), open(self.owner_file, "wb"):
+                pass
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
