@@ -83,3 +83,48 @@ async def test_a_master_back_on_its_address_is_reached_at_once(replica) -> None:
         assert await call(endpoint, b"after") == b"m:after"
     finally:
         await master.stop(None)
+
+
+class Refuses(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """A master whose streaming calls end with INVALID_ARGUMENT, as for a bad request."""
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        async def refuse(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+                         ) -> AsyncIterator[bytes]:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad telemetry command")
+            yield b""  # pragma: no cover (makes this an async generator)
+
+        async def refuse_one(request: bytes, context: grpc.aio.ServicerContext
+                             ) -> AsyncIterator[bytes]:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad receive request")
+            yield b""  # pragma: no cover
+
+        if details.method.endswith("Telemetry"):
+            return grpc.stream_stream_rpc_method_handler(refuse)
+        return grpc.unary_stream_rpc_method_handler(refuse_one)
+
+
+async def test_a_streaming_call_the_master_refuses_keeps_its_status(replica) -> None:  # type: ignore[no-untyped-def]
+    """A forwarded stream that the master ends with an error status reaches the client
+    with that status and its details, not as UNKNOWN (an exception escaping the
+    servicer, logged with a traceback)."""
+    endpoint, set_role = replica
+    ip = free_ip()
+    master, port = await serve(Refuses(), f"{ip}:0")
+    set_role(ReplicaRole(2, False, "m:10911", f"{ip}:{port}", 1))
+    try:
+        async with grpc.aio.insecure_channel(endpoint) as channel:
+            for method, details in (("Telemetry", "bad telemetry command"),
+                                    ("ReceiveMessage", "bad receive request")):
+                path = f"/{SERVICE}/{method}"
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    if method == "Telemetry":
+                        call = channel.stream_stream(path)(iter([b"x"]), timeout=5)
+                    else:
+                        call = channel.unary_stream(path)(b"x", timeout=5)
+                    async for _ in call:
+                        pass
+                assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT, method
+                assert err.value.details() == details
+    finally:
+        await master.stop(None)

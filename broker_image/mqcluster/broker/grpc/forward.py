@@ -186,8 +186,11 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
             assert target is not None
             call = channels.channel(target).unary_stream(method)(
                 request, metadata=_metadata(context), timeout=context.time_remaining())
-            async for item in _until_master_changes(call, channels):
-                yield item
+            try:
+                async for item in _until_master_changes(call, channels):
+                    yield item
+            except grpc.aio.AioRpcError as exc:
+                await _relay_error(context, exc, target)
 
         return handle
 
@@ -212,6 +215,8 @@ class ForwardingHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
             try:
                 async for item in _until_master_changes(call, channels):
                     yield item
+            except grpc.aio.AioRpcError as exc:
+                await _relay_error(context, exc, target)
             finally:
                 pumping.cancel()
                 call.cancel()
