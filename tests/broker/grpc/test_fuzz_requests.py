@@ -21,7 +21,7 @@ from tests.broker.grpc.inprocess import InProcessBroker
 from tests.broker.grpc.proto_strategies import TEXT, messages_of
 
 INTERNAL = {pb.Code.INTERNAL_ERROR, pb.Code.INTERNAL_SERVER_ERROR}
-FUZZ = settings(max_examples=120, deadline=None,
+FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 

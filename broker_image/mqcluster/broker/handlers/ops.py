@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.protocol import BrokerResponseCode
+from mqcluster.broker.protocol import INT64_MAX, BrokerResponseCode
 from mqcluster.common.config import parse_properties
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
@@ -112,7 +112,10 @@ class OpsHandlers:
             offset = int(raw)
         except ValueError:
             return cmd.response(BrokerResponseCode.INVALID_REQUEST,
-                                remark=f"offset {raw!r} is not a number")
+                                remark=f"offset {raw[:40]!r} is not a number")
+        if not 0 <= offset <= INT64_MAX:
+            return cmd.response(BrokerResponseCode.INVALID_REQUEST,
+                                remark=f"offset={offset} is outside 0..{INT64_MAX}")
         msg = self.ctx.store.get_message_by_offset(offset)
         if msg is None:
             return cmd.response(BrokerResponseCode.SYSTEM_ERROR,
