@@ -221,10 +221,15 @@ def dump(obj: Schema) -> str:
 
 
 def chart_template(crd: Schema) -> str:
-    """The CRD as a Helm template: gated by crds.enabled, kept on uninstall by crds.keep."""
+    """The CRD as a Helm template: gated by crds.enabled, kept on uninstall by crds.keep, and
+    left out when the cluster has it from outside the release (``kubectl apply -f crds/``)."""
     body = {k: v for k, v in crd.items() if k != "metadata"}
+    name = crd["metadata"]["name"]
     lines = [
-        "{{- if .Values.crds.enabled }}",
+        "{{- if and .Values.crds.enabled"
+        f' (include "mqcluster-operator.ownsCrd" (list . "{name}")) }}}}',
+        "# Left out when the cluster has this CRD from outside the release (kubectl apply -f",
+        "# crds/): helm would refuse to adopt it; update it with kubectl apply -f crds/ then.",
         f"apiVersion: {body.pop('apiVersion')}",
         f"kind: {body.pop('kind')}",
         "metadata:",

@@ -152,6 +152,23 @@ def test_crds_disabled_and_not_kept(helm: Path) -> None:
         assert "helm.sh/resource-policy" not in crd["metadata"].get("annotations", {})
 
 
+def test_the_operator_can_be_scaled_to_zero(helm: Path) -> None:
+    (deploy,) = kinds(template(helm, "replicaCount=0"))["Deployment"]
+    assert deploy["spec"]["replicas"] == 0
+    result = run([str(helm), "template", "rel", str(CHART), "--set", "replicaCount=-1"])
+    assert "values don't meet the specifications of the schema" in result.stderr
+
+
+def test_every_crd_template_is_left_out_when_another_owns_the_crd() -> None:
+    """Each CRD template is gated by the ownership lookup (helm template has no cluster and
+    renders them all; the real API server case is test_install_real.py)."""
+    for path in sorted((CHART / "templates" / "crds").glob("*.yaml")):
+        first = path.read_text().splitlines()[0]
+        assert '"mqcluster-operator.ownsCrd"' in first and "crds.enabled" in first, path
+    peering = (CHART / "templates" / "peering.yaml").read_text()
+    assert '"mqcluster-operator.ownsCrd" (list . $peeringCrd)' in peering
+
+
 def test_samples(helm: Path) -> None:
     objs = kinds(template(helm, *VALUE_SETS["samples"]))
     (controller,) = objs["Controller"]

@@ -50,3 +50,33 @@ app.kubernetes.io/part-of: mqcluster
 {{- .Release.Namespace }}
 {{- end }}
 {{- end }}
+
+{{/* Whether the chart renders the CRD named by the second argument: it is absent from the
+cluster, or it is this release's. A CRD created outside the release (kubectl apply -f crds/
+before helm install) is left to whoever created it, so the install does not fail on its
+ownership; "helm template" (no cluster) renders it. */}}
+{{- define "mqcluster-operator.ownsCrd" -}}
+{{- $root := index . 0 }}
+{{- $live := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (index . 1) }}
+{{- if not $live }}true
+{{- else }}
+{{- $annotations := $live.metadata.annotations | default dict }}
+{{- if and (eq (get $annotations "meta.helm.sh/release-name") $root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $root.Release.Namespace) }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* The chart's CRDs that exist in the cluster but belong to no release of this chart. */}}
+{{- define "mqcluster-operator.foreignCrds" -}}
+{{- $root := . }}
+{{- $names := list "brokergroups.mqcluster.io" "controllers.mqcluster.io" }}
+{{- if .Values.peering.enabled }}
+{{- $names = append $names (ternary "clusterkopfpeerings.kopf.dev" "kopfpeerings.kopf.dev" .Values.watch.allNamespaces) }}
+{{- end }}
+{{- $foreign := list }}
+{{- range $name := $names }}
+{{- if not (include "mqcluster-operator.ownsCrd" (list $root $name)) }}
+{{- $foreign = append $foreign $name }}
+{{- end }}
+{{- end }}
+{{- join ", " $foreign }}
+{{- end }}
