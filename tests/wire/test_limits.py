@@ -94,6 +94,19 @@ async def echo_ok(client: RpcClient, server: RpcServer, body: bytes = b"hi") -> 
     assert resp.body == body
 
 
+async def test_an_oversized_frame_is_refused_on_its_length_before_its_bytes_are_held(
+        clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    server = await serve(ServerLimits(max_frame_size=4096), clock)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(partial(4097, 3000))
+        assert await closed_by_server(reader)
+        assert server.budget.used == 0
+        assert "frame of 4097 bytes exceeds limit 4096" in caplog.text
+    finally:
+        await server.stop()
+
+
 def test_the_decoder_holds_only_what_arrived_never_the_announced_length() -> None:
     dec = FrameDecoder(16 << 20)
     assert dec.feed(partial(16 << 20, 100)) == []
@@ -128,18 +141,21 @@ async def test_connections_past_the_limit_are_refused_and_the_others_served(
 
 async def test_partial_frames_past_the_server_budget_close_the_connection_that_overflows(
         clock: FakeClock, client: RpcClient, caplog: pytest.LogCaptureFixture) -> None:
-    server = await serve(ServerLimits(max_frame_size=1 << 20, max_partial_bytes=1 << 20), clock)
+    budget = 1 << 20
+    server = await serve(ServerLimits(max_frame_size=budget - 4, max_partial_bytes=budget),
+                         clock)
     try:
         r1, w1 = await asyncio.open_connection("127.0.0.1", server.port)
-        w1.write(partial(1 << 20, 600_000))
-        await until(lambda: server.budget.used == 600_000, "first partial held")
+        w1.write(partial(budget - 4, 1_000_000))
+        await until(lambda: server.budget.used == 1_000_000, "first partial held")
         r2, w2 = await asyncio.open_connection("127.0.0.1", server.port)
-        w2.write(partial(1 << 20, 600_000))  # 1.2 MB together: over the 1 MiB budget
+        w2.write(partial(budget - 4, 100_000))  # 1.1 MB together: over the 1 MiB budget
         assert await closed_by_server(r2)
         assert "partial frames of all connections would exceed 1048576 bytes" in caplog.text
         assert len(server.connections) == 1  # the first is kept, the budget is its bytes
-        assert server.budget.used == 600_000
-        await echo_ok(client, server, b"whole frames need no budget")
+        assert server.budget.used == 1_000_000
+        # The budget is all but spent: frames that arrive whole need none of it.
+        await echo_ok(client, server, b"whole frames need no budget" * 1000)
         w1.close()
         await closed_by_server(r1)
         await until(lambda: server.budget.used == 0, "the budget given back")
@@ -293,7 +309,7 @@ async def test_a_server_without_limits_of_its_own_takes_the_process_limits() -> 
 
 
 def test_limits_that_could_never_read_a_largest_frame_are_refused() -> None:
-    with pytest.raises(ValueError, match="max_partial_bytes 1000 is smaller"):
+    with pytest.raises(ValueError, match="max_partial_bytes 1000 cannot hold a frame"):
         ServerLimits(max_frame_size=2000, max_partial_bytes=1000)
     with pytest.raises(ValueError, match="idle_seconds must not be negative"):
         ServerLimits(idle_seconds=-1)

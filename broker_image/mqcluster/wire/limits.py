@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
 
+FRAME_PREFIX = 4
+"""Bytes of a frame's length prefix: a frame is its length plus these."""
 DEFAULT_MAX_CONNECTIONS = 4096
-DEFAULT_MAX_PARTIAL_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_PARTIAL_BYTES = 24 * 1024 * 1024
 DEFAULT_IDLE_SECONDS = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
 DEFAULT_FRAME_DEADLINE_SECONDS = 30.0
 
@@ -45,11 +47,12 @@ class ServerLimits:
         for name in ("idle_seconds", "frame_deadline_seconds"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        if self.max_partial_bytes < self.max_frame_size:
+        if self.max_partial_bytes < self.max_frame_size + FRAME_PREFIX:
             # Otherwise a frame of the largest allowed size could never be read.
             raise ValueError(
-                f"max_partial_bytes {self.max_partial_bytes} is smaller than "
-                f"max_frame_size {self.max_frame_size}")
+                f"max_partial_bytes {self.max_partial_bytes} cannot hold a frame of "
+                f"max_frame_size {self.max_frame_size} (needs {FRAME_PREFIX} more for "
+                f"its length prefix)")
 
 
 _process_limits = ServerLimits()

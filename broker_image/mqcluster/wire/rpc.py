@@ -8,11 +8,13 @@ A malformed or oversized frame closes that connection only, with a logged reason
 Frames written in one turn of the loop leave together (``CoalescingWriter``).
 
 A server enforces its ``ServerLimits`` (see ``limits``): connections past the
-maximum are closed on accept; the bytes of partial frames held across all its
-connections come out of one ``ByteBudget``, and the read that would exceed it
-closes its own connection; a periodic sweep closes connections idle too long and
-those whose partial frame has not arrived whole in time. Those close lines are
-rate-limited per kind: a flood of bad connections is one line per interval.
+maximum are closed on accept; each connection's reader meters its bytes as they
+arrive (``metered``): an oversized frame is refused on its length prefix, and the
+bytes of incomplete frames across all the server's connections come out of one
+``ByteBudget``; the chunk that would exceed it closes its own connection. A
+periodic sweep closes connections idle too long and those whose partial frame has
+not arrived whole in time. Those close lines are rate-limited per kind: a flood of
+bad connections is one line per interval.
 
 Handlers registered with ``register_sync`` are plain functions called in the
 reader itself, in frame order, with no task per frame: for cheap one-way
@@ -44,7 +46,9 @@ from mqcluster.wire.frame import (
     decode_frame,
     encode_frame,
 )
-from mqcluster.wire.limits import ServerLimits, process_limits
+from mqcluster.wire.limits import FRAME_PREFIX, ServerLimits, process_limits
+from mqcluster.wire.memory import pin_mmap_threshold
+from mqcluster.wire.metered import LimitExceeded, MeteredStreamReader
 from mqcluster.wire.ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -64,10 +68,6 @@ STREAM_LIMIT = 1 << 20  # StreamReader buffer limit (it pauses the socket at twi
 
 class RpcError(Exception):
     """A request failed: connection lost, timed out, or the peer is unreachable."""
-
-
-class LimitExceeded(FrameError):
-    """The connection went past one of its server's limits and is closed."""
 
 
 class HandlerRegistry:
@@ -164,21 +164,14 @@ class Connection:
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_in_flight: int = 256,
-        budget: ByteBudget | None = None,
-        clock: Callable[[], float] = time.monotonic,
         closing_log: RateLimitedLog = _closing_log,
     ) -> None:
         self.reader = reader
         self.writer = CoalescingWriter(writer)
         self.registry = registry or HandlerRegistry()
         self.decoder = FrameDecoder(max_frame_size)
-        # Partial-frame bytes held (taken from ``budget``), when the oldest held byte
-        # of the current frame arrived, and when anything last arrived.
-        self._budget = budget
-        self._held = 0
-        self._clock = clock
-        self.partial_since: float | None = None
-        self.last_read = clock()
+        # A server's connection: its reader meters partial frames and arrival times.
+        self._metered = reader if isinstance(reader, MeteredStreamReader) else None
         self._closing_log = closing_log
         # (Python 3.11 asks the kernel for the pid on every get_running_loop().)
         self._loop = asyncio.get_running_loop()
@@ -212,10 +205,10 @@ class Connection:
                 if not data:
                     self.close_reason = "peer closed"
                     return
-                self.last_read = self._clock()
                 cmds = self.decoder.feed(data)
-                if self.decoder.buffered or self._held:
-                    self._track_partial(bool(cmds))
+                # (not kept through the next read's wait: a thousand connections would
+                # each hold their last chunk, up to READ_SIZE)
+                del data
                 registry = self.registry
                 # Requests for batch handlers, gathered per handler until the end of
                 # this read (or until the in-flight limit is reached).
@@ -258,40 +251,27 @@ class Connection:
         finally:
             self._shutdown()
 
-    def _track_partial(self, completed: bool) -> None:
-        """Account for the decoder's incomplete tail after a read: its bytes against the
-        server's budget, and the arrival time of its first byte (``completed``: this read
-        finished a frame, so the tail is a new frame)."""
-        held = self.decoder.buffered
-        grown = held - self._held
-        if grown > 0 and self._budget is not None and not self._budget.take(grown):
-            raise LimitExceeded(
-                f"partial frames of all connections would exceed "
-                f"{self._budget.limit} bytes (this one holds {held})")
-        if grown < 0 and self._budget is not None:
-            self._budget.give(-grown)
-        self._held = held
-        if not held:
-            self.partial_since = None
-        elif completed or self.partial_since is None:
-            self.partial_since = self.last_read
-
     def _close_for(self, kind: str, reason: str) -> None:
         self.close_reason = reason
         self._closing_log.warning(kind, "closing connection from %s: %s", self.peer, reason)
 
     def expired(self, now: float, idle_seconds: float,
                 frame_deadline_seconds: float) -> str | None:
-        """Why this connection is past its time at ``now``, or None: a partial frame
-        older than the deadline, or nothing read and nothing served for too long."""
-        since = self.partial_since
+        """Why this server connection is past its time at ``now``, or None: a partial
+        frame older than the deadline, or nothing arrived and nothing served for too
+        long. (A client's connection, unmetered, is never past its time.)"""
+        metered = self._metered
+        if metered is None:
+            return None
+        since = metered.partial_since
         if frame_deadline_seconds and since is not None \
                 and now - since >= frame_deadline_seconds:
             return (f"frame not whole {now - since:.0f} s after its first byte "
-                    f"({self._held} bytes arrived; limit {frame_deadline_seconds:g} s)")
+                    f"({metered.held} bytes arrived; limit {frame_deadline_seconds:g} s)")
+        last = metered.last_fed
         if idle_seconds and not self._serving and not self._pending \
-                and now - self.last_read >= idle_seconds:
-            return f"idle for {now - self.last_read:.0f} s (limit {idle_seconds:g} s)"
+                and now - last >= idle_seconds:
+            return f"idle for {now - last:.0f} s (limit {idle_seconds:g} s)"
         return None
 
     def abort(self, kind: str, reason: str) -> None:
@@ -360,10 +340,8 @@ class Connection:
         self._pending.clear()
         self._deadlines.close()
         self.decoder.reset()
-        if self._budget is not None and self._held:
-            self._budget.give(self._held)
-        self._held = 0
-        self.partial_since = None
+        if self._metered is not None:
+            self._metered.release()
         with contextlib.suppress(Exception):
             self.writer.close()
         for cb in self.registry.on_connection_closed:
@@ -460,7 +438,7 @@ class RpcServer:
             limits = ServerLimits(
                 max_frame_size=max_frame_size,
                 max_connections=limits.max_connections,
-                max_partial_bytes=max(limits.max_partial_bytes, max_frame_size),
+                max_partial_bytes=max(limits.max_partial_bytes, max_frame_size + FRAME_PREFIX),
                 idle_seconds=limits.idle_seconds,
                 frame_deadline_seconds=limits.frame_deadline_seconds,
             )
@@ -480,9 +458,16 @@ class RpcServer:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self.port, limit=STREAM_LIMIT
-        )
+        pin_mmap_threshold()  # (peers' chunks, once freed, must not stay resident)
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.StreamReaderProtocol:
+            # (asyncio.start_server's factory, with a metered reader)
+            reader = MeteredStreamReader(self.budget, self.max_frame_size, self.clock,
+                                         limit=STREAM_LIMIT)
+            return asyncio.StreamReaderProtocol(reader, self._accept)
+
+        self._server = await loop.create_server(protocol, self.host, self.port)
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         if self.limits.idle_seconds or self.limits.frame_deadline_seconds:
@@ -498,8 +483,7 @@ class RpcServer:
             writer.transport.abort()
             return
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
-                          max_in_flight=self.max_in_flight, budget=self.budget,
-                          clock=self.clock, closing_log=self.closing_log)
+                          max_in_flight=self.max_in_flight, closing_log=self.closing_log)
         self.connections.add(conn)
         if self.on_accept is not None:
             self.on_accept(conn)

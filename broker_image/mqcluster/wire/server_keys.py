@@ -7,9 +7,9 @@ key                                default    meaning
 serverFrameMaxLength               16 MiB     largest frame read (RocketMQ: the system
                                               property ``com.rocketmq.remoting.frameMaxLength``)
 serverMaxConnections               4096       connections open at once per listener
-serverPartialFramesMaxBytes        32 MiB     bytes of incomplete frames held across all the
+serverPartialFramesMaxBytes        24 MiB     bytes of incomplete frames held across all the
                                               connections of a listener (at least the
-                                              largest frame)
+                                              largest frame and its 4-byte length)
 serverChannelMaxIdleTimeSeconds    120        a connection with nothing read and nothing being
                                               served for this long is closed (RocketMQ's key);
                                               0: never
@@ -29,6 +29,7 @@ from mqcluster.wire.limits import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_PARTIAL_BYTES,
+    FRAME_PREFIX,
     ServerLimits,
 )
 
@@ -43,7 +44,7 @@ class ServerLimitKeys(RocketConfig):
     maxMessageSize needs)."""
     serverMaxConnections: int = Field(default=DEFAULT_MAX_CONNECTIONS, ge=1)
     serverPartialFramesMaxBytes: int | None = Field(default=None, ge=MIN_FRAME_MAX_LENGTH)
-    """Bytes; unset: 32 MiB, or the largest frame if that is more."""
+    """Bytes; unset: 24 MiB, or what the largest frame needs if that is more."""
     serverChannelMaxIdleTimeSeconds: int = Field(default=int(DEFAULT_IDLE_SECONDS), ge=0)
     serverFrameReadTimeoutSeconds: int = Field(
         default=int(DEFAULT_FRAME_DEADLINE_SECONDS), ge=0)
@@ -60,7 +61,7 @@ class ServerLimitKeys(RocketConfig):
     def partial_frames_max_bytes(self) -> int:
         """``serverPartialFramesMaxBytes`` or its default."""
         return self.serverPartialFramesMaxBytes or max(DEFAULT_MAX_PARTIAL_BYTES,
-                                                       self.frame_max_length)
+                                                       self.frame_max_length + FRAME_PREFIX)
 
     def server_limits(self) -> ServerLimits:
         return ServerLimits(
@@ -74,9 +75,10 @@ class ServerLimitKeys(RocketConfig):
     @model_validator(mode="after")
     def _partial_budget_holds_a_frame(self) -> ServerLimitKeys:
         budget = self.serverPartialFramesMaxBytes
-        if budget is not None and budget < self.frame_max_length:
+        if budget is not None and budget < self.frame_max_length + FRAME_PREFIX:
             # Otherwise a frame of the largest allowed size could never be read.
             raise ValueError(
-                f"serverPartialFramesMaxBytes={budget} must be at "
-                f"least the largest frame, serverFrameMaxLength={self.frame_max_length}")
+                f"serverPartialFramesMaxBytes={budget} must be at least the largest frame "
+                f"(serverFrameMaxLength={self.frame_max_length}) and its {FRAME_PREFIX}-byte "
+                f"length")
         return self
