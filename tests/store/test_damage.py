@@ -182,3 +182,28 @@ async def test_records_ending_in_zero_bytes_are_counted_whole(
     assert report is not None
     assert (report.records_lost, report.intact_lost, report.records_lost_exact) == (8, 7, True)
     assert report.set_aside_bytes == results[-1].next_commitlog_offset - bad.commitlog_offset
+
+
+async def test_a_zeroed_block_does_not_hide_the_records_after_it(
+        store_factory: StoreFactory, caplog: pytest.LogCaptureFixture) -> None:
+    store = store_factory(**QUIET)
+    await store.start()
+    results = await store.put_messages([rec(i, size=60) for i in range(300)])
+    await store.shutdown()
+    root = Path(store.config.storePathRootDir)
+    bad = results[250]
+    with open(segment_of(root, bad.commitlog_offset), "r+b") as f:  # a lost write: zeros
+        f.seek(bad.commitlog_offset % SEGMENT)
+        f.write(bytes(bad.store_size))
+    with caplog.at_level(logging.ERROR, logger="mqcluster.store"):
+        again = store_factory(**QUIET)
+        await again.start()
+    report = again.recovery
+    assert report is not None and report.truncated_at == bad.commitlog_offset
+    assert report.intact_lost == 49 and report.records_lost == 50
+    assert not report.records_lost_exact  # (a zeroed region has no length field)
+    assert report.damaged == [(bad.commitlog_offset, results[251].commitlog_offset)]
+    (kept,) = report.set_aside
+    assert messages_in(Path(kept).read_bytes(), bad.commitlog_offset) == [
+        f"k{i}" for i in range(251, 300)]
+    assert any("at least 50 record(s) lost" in r.getMessage() for r in caplog.records)

@@ -511,11 +511,13 @@ class CommitLog:
                 report.reason = rec.reason or rec.kind.value
                 pos = off
         bad_record = stop_kind in (RecordKind.CORRUPT, RecordKind.INCOMPLETE)
-        if bad_record or pos < durable_offset or self._has_segments_after(pos):
+        if archive is not None:
+            # Also where the scan met zeros: records may follow a zeroed block.
+            self._set_aside(pos, archive, report)
+        if (bad_record or pos < durable_offset or self._has_segments_after(pos)
+                or report.set_aside):
             report.corrupt = pos < durable_offset
             report.truncated_at = pos
-            if archive is not None:
-                self._set_aside(pos, archive, report)
             self._log_cut(report, bad_record, durable_offset)
         self.truncate(pos)
         report.max_offset = self.max_offset

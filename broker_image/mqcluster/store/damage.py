@@ -98,9 +98,11 @@ def survey(buf: mmap.mmap, lo: int, nonzero_end: int, seg_start: int, seg_size: 
             if i >= nonzero_end or (c.kind is RecordKind.BLANK and i + c.size == seg_size):
                 break
             j = _next_record(buf, view, i + 1, seg_start, max_size)
-            if not view[i:j].tobytes().strip(b"\0"):  # zeros between records: none lost
-                i = j
-                continue
+            if j >= n:
+                j = n
+                if not view[i:nonzero_end].tobytes().strip(b"\0"):
+                    break  # only zeros follow: the end of what was written
+            # (Zeros followed by a record are lost records: they are written contiguously.)
             into.damaged.append((seg_start + i, seg_start + min(j, nonzero_end)))
             if n - i < PREFIX.size or PREFIX.unpack_from(view, i)[0] != j - i:
                 into.exact = False
