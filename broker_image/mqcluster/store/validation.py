@@ -64,12 +64,20 @@ def _pattern_problem(name: str, what: str) -> str | None:
 
 
 def tag_problem(tag: str) -> str | None:
+    # (Every remoting send checks its tag: the few short ones in use are remembered.)
+    return _cached_tag_problem(tag) if len(tag) <= 128 else _tag_problem(tag)
+
+
+def _tag_problem(tag: str) -> str | None:
     if not tag.strip():
         return "tag is blank"
     if "|" in tag:
         return f"tag {tag[:200]!r} contains '|' (it separates tags in a subscription)"
     bad = _control(tag)
     return None if bad is None else f"tag {tag[:200]!r} {bad}"
+
+
+_cached_tag_problem = functools.lru_cache(maxsize=4096)(_tag_problem)
 
 
 def key_problem(key: str) -> str | None:
