@@ -6,9 +6,12 @@ Commits only change memory; the store persists the table every
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mqcluster.store.json_config import JsonConfigFile
+
+log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR = "@"
 MAX_QUEUE_ID = 2**31 - 1
@@ -65,4 +68,17 @@ class ConsumerOffsetManager(JsonConfigFile):
 
     def decode(self, data: dict[str, Any]) -> None:
         table = data.get("offsetTable") or {}
-        self.table = {k: {int(q): int(o) for q, o in v.items()} for k, v in table.items()}
+        self.table = {}
+        dropped: list[str] = []
+        for k, v in table.items():
+            kept = self.table.setdefault(k, {})
+            for q, o in v.items():
+                queue_id, offset = int(q), int(o)
+                if 0 <= queue_id <= MAX_QUEUE_ID and 0 <= offset <= MAX_OFFSET:
+                    kept[queue_id] = offset
+                else:
+                    dropped.append(f"{k}:{q}={o}")
+        if dropped:  # (saved before requests were range-checked)
+            log.warning("%s: dropped %d offsets out of range: %s", self.file_name,
+                        len(dropped), ", ".join(dropped[:5]))
+            self.dirty = True

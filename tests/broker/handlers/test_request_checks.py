@@ -193,3 +193,15 @@ async def test_broker_permission_applies_to_remoting_sends_and_pulls(tmp_path: P
             "consumerGroup": "G", "topic": TOPIC, "queueId": "0", "queueOffset": "0"})
         assert r.code == BrokerResponseCode.NO_PERMISSION
         assert r.remark is not None and "brokerPermission" in r.remark
+
+
+def test_offsets_saved_out_of_range_before_the_checks_are_dropped_on_load(
+        tmp_path: Path) -> None:
+    from mqcluster.store.consumer_offset import ConsumerOffsetManager
+
+    (tmp_path / "consumerOffset.json").write_text(json.dumps({"offsetTable": {
+        "T@G": {"0": 5, str(2**70): 1, "1": -3, "2": 2**63}}}))
+    offsets = ConsumerOffsetManager(str(tmp_path))
+    assert offsets.load()
+    assert offsets.query_all("G", "T") == {0: 5}
+    assert offsets.dirty
