@@ -71,3 +71,17 @@ def test_a_rocketmq_key_we_do_not_implement_is_a_warning_naming_it(tmp_path: Pat
     assert "RocketMQ key 'sendMessageThreadPoolNums'" in res.stderr
     assert "not implemented" in res.stderr
     assert "unknown key 'brokerName2'" in res.stderr
+
+
+def test_the_name_server_warns_of_controller_keys_it_does_not_implement(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mqcluster.namesrv.main import build_parser, load
+
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text("listenPort=0\ncontrollerDLegerGroup=g\ncontrollerThreadPoolNums=16\n")
+    _, props, _ = load(build_parser().parse_args(["-c", str(conf)]))
+    assert props["controllerDLegerGroup"] == "g", "the embedded controller's keys pass through"
+    assert "RocketMQ key 'controllerThreadPoolNums' on line 3 (ControllerConfig) is not " \
+           "implemented" in caplog.text
+    assert "controllerDLegerGroup" not in caplog.text

@@ -9,26 +9,6 @@ from mqcluster.namesrv.protocol import DEFAULT_NAMESRV_PORT
 from mqcluster.namesrv.route_info import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
 from mqcluster.wire.server_keys import ServerLimitKeys
 
-CONTROLLER_KEYS = frozenset(
-    {
-        "controllerDLegerGroup",
-        "controllerDLegerPeers",
-        "controllerDLegerSelfId",
-        "controllerStorePath",
-        "controllerType",
-        "enableElectUncleanMaster",
-        "notifyBrokerRoleChanged",
-        "scanNotActiveBrokerInterval",
-        "scanInactiveMasterInterval",
-        "electMasterMaxRetryCount",
-        "controllerThreadPoolNums",
-        "controllerRequestThreadPoolQueueCapacity",
-        "mappedFileSize",
-        "isProcessReadEvent",
-    }
-)
-"""Keys of the embedded controller, read from the same file (see the controller's config)."""
-
 
 class NamesrvConfig(ServerLimitKeys):
     listenPort: int = Field(default=DEFAULT_NAMESRV_PORT, ge=0, le=65535)

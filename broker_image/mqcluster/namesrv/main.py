@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from mqcluster.common import event_loop, gc_policy
 from mqcluster.common.config import ConfigError, Properties, build_config, load_properties
-from mqcluster.namesrv.config import CONTROLLER_KEYS, NamesrvConfig
+from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.embedded import (
     EmbeddedController,
     EmbeddedControllerUnavailable,
@@ -39,8 +39,10 @@ def load(args: argparse.Namespace) -> tuple[NamesrvConfig, dict[str, str], str]:
     if args.bindAddress is not None:
         props["bindAddress"] = args.bindAddress
     source = args.configFile or "<command line>"
-    others = CONTROLLER_KEYS | controller_keys()
-    own = props.subset(k for k in props if k not in others or k in NamesrvConfig.model_fields)
+    # the embedded controller's keys are its own to check; a RocketMQ controller key it does
+    # not implement (controllerThreadPoolNums...) is warned about here
+    others = controller_keys() - set(NamesrvConfig.model_fields)
+    own = props.subset(k for k in props if k not in others)
     return build_config(NamesrvConfig, own, source), props, source
 
 
