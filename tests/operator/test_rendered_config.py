@@ -92,3 +92,17 @@ def test_controller_files_with_every_overridable_key_load(
             else:
                 load_controller_config(path)
     assert all("is not implemented" in m for m in warnings_of(caplog))
+
+
+def test_a_misspelt_override_is_reported_in_status_with_the_key_meant() -> None:
+    from mqcluster_operator.reconcile import plan_brokergroup
+
+    body = {"metadata": {"name": "b", "namespace": NS, "generation": 3},
+            "spec": {"mode": "DLedger", "replicas": 3, "namesrvAddr": "ns:9876",
+                     "brokerConfig": {"flushDiskTyp": "SYNC_FLUSH"}}}
+    outcome = plan_brokergroup(body, None, "2026-01-01T00:00:00Z")
+    assert outcome.status["phase"] == "Failed"
+    ready = next(c for c in outcome.status["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "InvalidSpec"
+    assert ready["message"] == ("spec.brokerConfig: unknown key 'flushDiskTyp': "
+                                "did you mean 'flushDiskType'?")
