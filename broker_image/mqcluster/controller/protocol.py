@@ -16,6 +16,30 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from mqcluster.controller.limits import (
+    INT_MAX,
+    LONG_MAX,
+    MAX_MEMBERS,
+    NAME_MAX,
+    Address,
+    BrokerId,
+    CheckCode,
+    ControllerHeader,
+    Epoch,
+    Millis,
+    Name,
+    Offset,
+    Peers,
+    Priority,
+    Term,
+    Text,
+    check_decimal,
+    check_name,
+    show,
+)
+from mqcluster.controller.limits import (
+    ProtocolError as ProtocolError,
+)
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import CamelHeader
 
@@ -102,146 +126,141 @@ def active_from_remark(remark: str | None) -> str | None:
     return m.group(1)
 
 
-class ProtocolError(ValueError):
-    """A header or body does not match the protocol; the message names the field."""
-
-
 # --------------------------------------------------------------------------- headers
 
 
-class BrokerHeartbeatRequestHeader(CamelHeader):
-    cluster_name: str
-    broker_addr: str
-    broker_name: str
-    broker_id: int | None = None
-    epoch: int | None = None
-    max_offset: int | None = None
-    confirm_offset: int | None = None
-    heartbeat_timeout_mills: int | None = None
-    election_priority: int | None = None
+class BrokerHeartbeatRequestHeader(ControllerHeader):
+    cluster_name: Name
+    broker_addr: Address
+    broker_name: Name
+    broker_id: BrokerId | None = None
+    epoch: Epoch | None = None
+    max_offset: Offset | None = None
+    confirm_offset: Offset | None = None
+    heartbeat_timeout_mills: Millis | None = None
+    election_priority: Priority | None = None
 
 
-class GetNextBrokerIdRequestHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
+class GetNextBrokerIdRequestHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
 
 
-class GetNextBrokerIdResponseHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
-    next_broker_id: int
+class GetNextBrokerIdResponseHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
+    next_broker_id: BrokerId
 
 
-class ApplyBrokerIdRequestHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
-    applied_broker_id: int
-    register_check_code: str
+class ApplyBrokerIdRequestHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
+    applied_broker_id: BrokerId
+    register_check_code: CheckCode
     """``brokerAddress;code``: the address before ``;`` is recorded for the id."""
 
 
-class ApplyBrokerIdResponseHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
+class ApplyBrokerIdResponseHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
 
 
-class RegisterBrokerToControllerRequestHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
-    broker_id: int
-    broker_address: str
-    invoke_time: int | None = None
+class RegisterBrokerToControllerRequestHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
+    broker_id: BrokerId
+    broker_address: Address
+    invoke_time: Millis | None = None
 
 
-class RegisterBrokerToControllerResponseHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
-    master_broker_id: int | None = None
-    master_address: str | None = None
-    master_epoch: int | None = None
-    sync_state_set_epoch: int | None = None
+class RegisterBrokerToControllerResponseHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
+    master_broker_id: BrokerId | None = None
+    master_address: Address | None = None
+    master_epoch: Epoch | None = None
+    sync_state_set_epoch: Epoch | None = None
 
 
-class AlterSyncStateSetRequestHeader(CamelHeader):
-    broker_name: str
-    master_broker_id: int
-    master_epoch: int
-    invoke_time: int | None = None
+class AlterSyncStateSetRequestHeader(ControllerHeader):
+    broker_name: Name
+    master_broker_id: BrokerId
+    master_epoch: Epoch
+    invoke_time: Millis | None = None
 
 
-class AlterSyncStateSetResponseHeader(CamelHeader):
-    new_sync_state_set_epoch: int
+class AlterSyncStateSetResponseHeader(ControllerHeader):
+    new_sync_state_set_epoch: Epoch
 
 
-class ElectMasterRequestHeader(CamelHeader):
-    cluster_name: str
-    broker_name: str
-    broker_id: int | None = None
+class ElectMasterRequestHeader(ControllerHeader):
+    cluster_name: Name
+    broker_name: Name
+    broker_id: BrokerId | None = None
     """With ``designate_elect``: the broker the admin names; otherwise the requester."""
     designate_elect: bool = False
-    invoke_time: int | None = None
+    invoke_time: Millis | None = None
 
 
-class ElectMasterResponseHeader(CamelHeader):
-    master_broker_id: int | None = None
-    master_address: str | None = None
-    master_epoch: int | None = None
-    sync_state_set_epoch: int | None = None
+class ElectMasterResponseHeader(ControllerHeader):
+    master_broker_id: BrokerId | None = None
+    master_address: Address | None = None
+    master_epoch: Epoch | None = None
+    sync_state_set_epoch: Epoch | None = None
 
 
-class GetReplicaInfoRequestHeader(CamelHeader):
-    broker_name: str
+class GetReplicaInfoRequestHeader(ControllerHeader):
+    broker_name: Name
 
 
-class GetReplicaInfoResponseHeader(CamelHeader):
-    master_broker_id: int | None = None
-    master_address: str | None = None
-    master_epoch: int | None = None
+class GetReplicaInfoResponseHeader(ControllerHeader):
+    master_broker_id: BrokerId | None = None
+    master_address: Address | None = None
+    master_epoch: Epoch | None = None
 
 
-class GetMetaDataResponseHeader(CamelHeader):
-    group: str
-    controller_leader_id: str | None = None
-    controller_leader_address: str | None = None
+class GetMetaDataResponseHeader(ControllerHeader):
+    group: Text
+    controller_leader_id: Text | None = None
+    controller_leader_address: Text | None = None
     is_leader: bool
-    peers: str
+    peers: Peers
     """``n0-host:port;n1-host:port``, as controllerDLegerPeers."""
-    term: int = 0
-    self_id: str = ""
-    self_address: str = ""
+    term: Term = 0
+    self_id: Text = ""
+    self_address: Text = ""
 
 
-class CleanControllerBrokerDataRequestHeader(CamelHeader):
-    cluster_name: str | None = None
-    broker_name: str
-    broker_controller_ids_to_clean: str | None = None
+class CleanControllerBrokerDataRequestHeader(ControllerHeader):
+    cluster_name: Name | None = None
+    broker_name: Name
+    broker_controller_ids_to_clean: Text | None = None
     """Ids joined by ``;``; empty or absent means every broker of the group."""
     is_clean_living_broker: bool = False
-    invoke_time: int | None = None
+    invoke_time: Millis | None = None
 
 
-class NotifyBrokerRoleChangedRequestHeader(CamelHeader):
-    master_address: str | None = None
-    master_epoch: int
-    sync_state_set_epoch: int
-    master_broker_id: int | None = None
+class NotifyBrokerRoleChangedRequestHeader(ControllerHeader):
+    master_address: Address | None = None
+    master_epoch: Epoch
+    sync_state_set_epoch: Epoch
+    master_broker_id: BrokerId | None = None
 
 
-class GetBrokerEpochCacheRequestHeader(CamelHeader):
+class GetBrokerEpochCacheRequestHeader(ControllerHeader):
     """Sent to a broker (its listen address); no fields."""
 
 
 def parse_id_list(raw: str | None) -> list[int]:
-    """``"1;2;3"`` -> ``[1, 2, 3]``; raises ProtocolError on a non-integer."""
+    """``"1;2;3"`` -> ``[1, 2, 3]``; raises ProtocolError on anything but broker ids."""
     out: list[int] = []
     for part in (raw or "").split(";"):
         part = part.strip()
         if not part:
             continue
-        try:
-            out.append(int(part))
-        except ValueError:
-            raise ProtocolError(f"broker id {part!r} is not an integer") from None
+        if not check_decimal(part):
+            raise ProtocolError(f"broker id {show(part)} is not an integer")
+        out.append(_as_id(int(part), "broker id"))
     return out
 
 
@@ -257,17 +276,53 @@ def decode_json(body: bytes, what: str) -> Any:
         raise ProtocolError(f"{what}: body is required")
     try:
         return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"{what}: body is not valid JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (JSONDecodeError too)
+        raise ProtocolError(f"{what}: body is not valid JSON: {show(str(exc))}") from None
 
 
-def _as_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ProtocolError(f"{what} must be an integer, got {value!r}")
-    try:
-        return int(value)
-    except ValueError:
-        raise ProtocolError(f"{what} must be an integer, got {value!r}") from None
+def _as_int(value: Any, what: str, lo: int = 0, hi: int = LONG_MAX) -> int:
+    """A JSON integer (not a bool, a float or a string) in ``lo..hi``."""
+    if type(value) is not int:
+        raise ProtocolError(f"{what} must be an integer, got {show(value)}")
+    if not lo <= value <= hi:
+        raise ProtocolError(f"{what} {value} is out of range {lo}..{hi}")
+    return value
+
+
+def _as_id(value: Any, what: str = "broker id") -> int:
+    return _as_int(value, what)
+
+
+def _as_epoch(value: Any, what: str) -> int:
+    return _as_int(value, what, 0, INT_MAX)
+
+
+def _key_id(key: str, what: str = "broker id") -> int:
+    """A broker id that is a JSON object's key (a string of decimal digits)."""
+    if not check_decimal(key):
+        raise ProtocolError(f"{what} {show(key)} is not an integer")
+    return _as_id(int(key), what)
+
+
+def _as_str(value: Any, what: str, *, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if type(value) is not str or len(value) > 4 * NAME_MAX:
+        raise ProtocolError(f"{what} must be a string of at most {4 * NAME_MAX} "
+                            f"characters, got {show(value)}")
+    return value
+
+
+def _as_bool(value: Any, what: str) -> bool:
+    if type(value) is not bool:
+        raise ProtocolError(f"{what} must be true or false, got {show(value)}")
+    return value
+
+
+def _as_list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ProtocolError(f"{what} must be a list, got {show(value)}")
+    return value
 
 
 def _as_obj(data: Any, what: str) -> dict[str, Any]:
@@ -296,11 +351,12 @@ class SyncStateSetBody:
     def from_json(cls, data: Any) -> SyncStateSetBody:
         obj = _as_obj(data, "SyncStateSet")
         members = obj.get("syncStateSet")
-        if not isinstance(members, list):
-            raise ProtocolError("SyncStateSet.syncStateSet must be a list of broker ids")
+        if not isinstance(members, list) or len(members) > MAX_MEMBERS:
+            raise ProtocolError(f"SyncStateSet.syncStateSet must be a list of at most "
+                                f"{MAX_MEMBERS} broker ids")
         return cls(
-            {_as_int(m, "SyncStateSet member") for m in members},
-            _as_int(obj.get("syncStateSetEpoch", 0), "syncStateSetEpoch"),
+            {_as_id(m, "SyncStateSet member") for m in members},
+            _as_epoch(obj.get("syncStateSetEpoch", 0), "syncStateSetEpoch"),
         )
 
     @classmethod
@@ -326,9 +382,9 @@ class BrokerMemberGroup:
         obj = _as_obj(data, "BrokerMemberGroup")
         addrs = _as_obj(obj.get("brokerAddrs") or {}, "brokerAddrs")
         return cls(
-            str(obj.get("cluster", "")),
-            str(obj.get("brokerName", "")),
-            {_as_int(k, "broker id"): str(v) for k, v in addrs.items()},
+            _as_str(obj.get("cluster", ""), "cluster"),
+            _as_str(obj.get("brokerName", ""), "brokerName"),
+            {_key_id(k): _as_str(v, "broker address") for k, v in addrs.items()},
         )
 
 
@@ -356,7 +412,7 @@ class ElectMasterResponseBody:
             raise ProtocolError("ElectMasterResponseBody.syncStateSet must be a list")
         return cls(
             BrokerMemberGroup.from_json(group) if group is not None else None,
-            {_as_int(m, "SyncStateSet member") for m in members},
+            {_as_id(m, "SyncStateSet member") for m in members},
         )
 
 
@@ -379,10 +435,10 @@ class ReplicaIdentity:
     def from_json(cls, data: Any) -> ReplicaIdentity:
         obj = _as_obj(data, "ReplicaIdentity")
         return cls(
-            str(obj.get("brokerName", "")),
-            _as_int(obj.get("brokerId"), "brokerId"),
-            str(obj.get("brokerAddress", "")),
-            bool(obj.get("alive", False)),
+            _as_str(obj.get("brokerName", ""), "brokerName"),
+            _as_id(obj.get("brokerId"), "brokerId"),
+            _as_str(obj.get("brokerAddress", ""), "brokerAddress"),
+            _as_bool(obj.get("alive", False), "alive"),
         )
 
 
@@ -410,12 +466,14 @@ class ReplicasInfo:
         obj = _as_obj(data, "ReplicasInfo")
         mid = obj.get("masterBrokerId")
         return cls(
-            None if mid is None else _as_int(mid, "masterBrokerId"),
-            obj.get("masterAddress"),
-            _as_int(obj.get("masterEpoch", 0), "masterEpoch"),
-            _as_int(obj.get("syncStateSetEpoch", 0), "syncStateSetEpoch"),
-            [ReplicaIdentity.from_json(r) for r in obj.get("inSyncReplicas") or []],
-            [ReplicaIdentity.from_json(r) for r in obj.get("notInSyncReplicas") or []],
+            None if mid is None else _as_id(mid, "masterBrokerId"),
+            _as_str(obj.get("masterAddress"), "masterAddress", optional=True),
+            _as_epoch(obj.get("masterEpoch", 0), "masterEpoch"),
+            _as_epoch(obj.get("syncStateSetEpoch", 0), "syncStateSetEpoch"),
+            [ReplicaIdentity.from_json(r)
+             for r in _as_list(obj.get("inSyncReplicas") or [], "inSyncReplicas")],
+            [ReplicaIdentity.from_json(r)
+             for r in _as_list(obj.get("notInSyncReplicas") or [], "notInSyncReplicas")],
         )
 
 
@@ -438,7 +496,8 @@ class BrokerReplicasInfo:
     def decode(cls, body: bytes) -> BrokerReplicasInfo:
         obj = _as_obj(decode_json(body, "BrokerReplicasInfo"), "BrokerReplicasInfo")
         table = _as_obj(obj.get("replicasInfoTable") or {}, "replicasInfoTable")
-        return cls({str(k): ReplicasInfo.from_json(v) for k, v in table.items()})
+        return cls({check_name(k, "broker name"): ReplicasInfo.from_json(v)
+                    for k, v in table.items()})
 
 
 def encode_broker_names(names: list[str]) -> bytes:
@@ -448,9 +507,9 @@ def encode_broker_names(names: list[str]) -> bytes:
 
 def decode_broker_names(body: bytes) -> list[str]:
     data = decode_json(body, "broker names")
-    if not isinstance(data, list) or not all(isinstance(n, str) for n in data):
+    if not isinstance(data, list):
         raise ProtocolError("broker names must be a JSON list of strings")
-    return list(data)
+    return [check_name(n, "broker name") for n in data]
 
 
 @dataclass
@@ -466,9 +525,9 @@ class EpochEntry:
     def from_json(cls, data: Any) -> EpochEntry:
         obj = _as_obj(data, "EpochEntry")
         return cls(
-            _as_int(obj.get("epoch"), "epoch"),
+            _as_epoch(obj.get("epoch"), "epoch"),
             _as_int(obj.get("startOffset"), "startOffset"),
-            _as_int(obj.get("endOffset", -1), "endOffset"),
+            _as_int(obj.get("endOffset", -1), "endOffset", -1),
         )
 
 
@@ -497,10 +556,10 @@ class EpochEntryCache:
     def decode(cls, body: bytes) -> EpochEntryCache:
         obj = _as_obj(decode_json(body, "EpochEntryCache"), "EpochEntryCache")
         return cls(
-            str(obj.get("clusterName", "")),
-            str(obj.get("brokerName", "")),
-            _as_int(obj.get("brokerId", 0), "brokerId"),
-            [EpochEntry.from_json(e) for e in obj.get("epochList") or []],
+            _as_str(obj.get("clusterName", ""), "clusterName"),
+            _as_str(obj.get("brokerName", ""), "brokerName"),
+            _as_id(obj.get("brokerId", 0), "brokerId"),
+            [EpochEntry.from_json(e) for e in _as_list(obj.get("epochList") or [], "epochList")],
             _as_int(obj.get("maxOffset", 0), "maxOffset"),
         )
 
