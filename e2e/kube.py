@@ -1,4 +1,5 @@
-"""A kind cluster driven with the kind, docker, kubectl and helm binaries."""
+"""A cluster driven with the kubectl and helm binaries: a kind cluster made here (kind,
+docker), or any existing one given by its kubeconfig with images from a registry."""
 
 from __future__ import annotations
 
@@ -15,13 +16,62 @@ REPO = Path(__file__).resolve().parent.parent
 CHART = REPO / "charts" / "mqcluster-operator"
 BROKER_IMAGE = "mqcluster/broker"
 OPERATOR_IMAGE = "mqcluster/operator"
+TOOLS = REPO / ".tools" / "bin"  # python tools/kube_binaries.py puts kubectl and helm here
 
 
-def missing_tools() -> str | None:
-    """Why the suite cannot run here (None: it can)."""
-    for tool in ("docker", "kind", "kubectl", "helm"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not on PATH"
+def tool(name: str) -> str | None:
+    """``name`` on PATH, else from .tools/bin."""
+    found = shutil.which(name)
+    if found is None and (TOOLS / name).is_file():
+        found = str(TOOLS / name)
+    return found
+
+
+@dataclass(frozen=True)
+class Images:
+    """The images the suite runs: the broker image at ``tag`` (and at ``upgrade_tag``, which
+    the upgrade test rolls to) and the operator image."""
+
+    broker: str = BROKER_IMAGE
+    tag: str = "e2e"
+    upgrade_tag: str = "e2e-next"
+    operator: str = OPERATOR_IMAGE
+    operator_tag: str = "e2e"
+
+    def broker_ref(self, tag: str | None = None) -> str:
+        return f"{self.broker}:{tag or self.tag}"
+
+
+def split_ref(ref: str, default_tag: str) -> tuple[str, str]:
+    """``repo[:tag]`` (a registry host may have a port: only a colon after the last slash
+    starts the tag)."""
+    repo, sep, tag = ref.rpartition(":")
+    if sep and "/" not in tag and repo:
+        return repo, tag
+    return ref, default_tag
+
+
+def images_from(registry: str | None, broker: str | None, operator: str | None,
+                tag: str | None, upgrade_tag: str | None) -> Images:
+    """From the options: ``--image-registry REG`` names REG/mqcluster/broker and
+    REG/mqcluster/operator; ``--broker-image`` and ``--operator-image`` (``repo[:tag]``)
+    override either; ``--image-tag`` and ``--upgrade-tag`` the tags."""
+    base = Images()
+    prefix = registry.rstrip("/") + "/" if registry else ""
+    broker_repo, broker_tag = split_ref(broker or prefix + BROKER_IMAGE, tag or base.tag)
+    operator_repo, operator_tag = split_ref(operator or prefix + OPERATOR_IMAGE,
+                                            tag or base.operator_tag)
+    return Images(broker_repo, broker_tag, upgrade_tag or base.upgrade_tag,
+                  operator_repo, operator_tag)
+
+
+def missing_tools(kind: bool = True) -> str | None:
+    """Why the suite cannot run here (None: it can); ``kind``: make the cluster here."""
+    for name in ("docker", "kind", "kubectl", "helm") if kind else ("kubectl", "helm"):
+        if tool(name) is None:
+            return f"{name} is not on PATH (nor in .tools/bin: python tools/kube_binaries.py)"
+    if not kind:
+        return None
     probe = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
         return f"no Docker engine answers `docker info`: {probe.stderr.strip()[:200]}"
@@ -59,8 +109,8 @@ class Kube:
     kubeconfig: Path = field(default_factory=lambda: Path("kubeconfig"))
 
     def kubectl(self, *args: str, timeout: float = 120, input: str | None = None) -> str:
-        return run("kubectl", "--kubeconfig", str(self.kubeconfig), "-n", self.namespace,
-                   *args, timeout=timeout, input=input)
+        return run(tool("kubectl") or "kubectl", "--kubeconfig", str(self.kubeconfig),
+                   "-n", self.namespace, *args, timeout=timeout, input=input)
 
     def get(self, kind: str, name: str) -> dict[str, Any]:
         out: dict[str, Any] = json.loads(self.kubectl("get", kind, name, "-o", "json"))
@@ -78,11 +128,11 @@ class Kube:
         return next((c for c in conds if c.get("type") == ctype), None)
 
 
-def build_images(tag: str) -> None:
+def build_images(images: Images) -> None:
     run("docker", "build", "-f", str(REPO / "broker_image/Dockerfile"),
-        "-t", f"{BROKER_IMAGE}:{tag}", str(REPO), timeout=1800)
+        "-t", images.broker_ref(), str(REPO), timeout=1800)
     run("docker", "build", "-f", str(REPO / "operator/Dockerfile"),
-        "-t", f"{OPERATOR_IMAGE}:{tag}", str(REPO), timeout=1800)
+        "-t", f"{images.operator}:{images.operator_tag}", str(REPO), timeout=1800)
 
 
 def create_cluster(name: str, kubeconfig: Path) -> None:
@@ -99,8 +149,24 @@ def load_image(cluster: str, image: str) -> None:
     run("kind", "load", "docker-image", image, "--name", cluster, timeout=900)
 
 
-def helm_install(kube: Kube, tag: str) -> None:
-    run("helm", "--kubeconfig", str(kube.kubeconfig), "install", "mqcluster", str(CHART),
-        "--namespace", kube.namespace, "--create-namespace",
-        "--set", f"image.repository={OPERATOR_IMAGE}", "--set", f"image.tag={tag}",
+RELEASE = "mqcluster-e2e"
+
+
+def helm_install(kube: Kube, images: Images) -> None:
+    """Installs (or upgrades) the chart into ``kube.namespace``; CRDs the cluster already
+    has from outside a release are left as they are (the chart's documented order)."""
+    run(tool("helm") or "helm", "--kubeconfig", str(kube.kubeconfig), "upgrade", "--install",
+        RELEASE, str(CHART), "--namespace", kube.namespace, "--create-namespace",
+        "--set", f"image.repository={images.operator}",
+        "--set", f"image.tag={images.operator_tag}",
         "--wait", "--timeout", "5m", timeout=600)
+
+
+def helm_uninstall(kube: Kube) -> None:
+    """The release and the namespace of the suite's objects (the CRDs stay: crds.keep)."""
+    subprocess.run([tool("helm") or "helm", "--kubeconfig", str(kube.kubeconfig), "uninstall",
+                    RELEASE, "--namespace", kube.namespace, "--wait"],
+                   capture_output=True, timeout=600)
+    subprocess.run([tool("kubectl") or "kubectl", "--kubeconfig", str(kube.kubeconfig),
+                    "delete", "namespace", kube.namespace, "--wait=false"],
+                   capture_output=True, timeout=120)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from e2e.conftest import TAG, UPGRADE_TAG
-from e2e.kube import Kube, wait_for
+from e2e.kube import Images, Kube, wait_for
 from e2e.workloads import (
     CONSUMER,
     PRODUCER,
@@ -31,9 +30,9 @@ def service_pods(kube: Kube, service: str) -> set[str]:
             for a in s.get("addresses", []) if a.get("targetRef")}
 
 
-def setup_group(kube: Kube, name: str, mode: str) -> str:
-    kube.apply(controller(TAG))
-    kube.apply(broker_group(name, mode, TAG))
+def setup_group(kube: Kube, images: Images, name: str, mode: str) -> str:
+    kube.apply(controller(images))
+    kube.apply(broker_group(name, mode, images))
     master = wait_for(f"{name} to elect a master", lambda: master_pod(kube, name), 600)
     kube.kubectl("exec", master, "--", "mqadmin", "updateTopic", "-b", "127.0.0.1:10911",
                  "-t", TOPIC, timeout=60)
@@ -47,14 +46,14 @@ def run_job(kube: Kube, name: str, manifest: str, timeout: float) -> str:
     return kube.kubectl("logs", f"job/{name}")
 
 
-def test_the_master_is_in_status_and_behind_the_service(kube: Kube) -> None:
-    master = setup_group(kube, "e2e-a", "Controller")
+def test_the_master_is_in_status_and_behind_the_service(kube: Kube, images: Images) -> None:
+    master = setup_group(kube, images, "e2e-a", "Controller")
     wait_for("the client Service to select the master",
              lambda: service_pods(kube, "e2e-a") == {master}, 120)
 
 
-def test_deleting_the_master_pod_elects_another(kube: Kube) -> None:
-    old = setup_group(kube, "e2e-a", "Controller")
+def test_deleting_the_master_pod_elects_another(kube: Kube, images: Images) -> None:
+    old = setup_group(kube, images, "e2e-a", "Controller")
     before = len(kube.events("MasterChanged"))
     started = time.monotonic()
     kube.kubectl("delete", "pod", old, "--wait=false")
@@ -65,18 +64,19 @@ def test_deleting_the_master_pod_elects_another(kube: Kube) -> None:
     print(f"master {old} -> {new} in status after {time.monotonic() - started:.1f} s")
 
 
-def test_a_rolling_upgrade_loses_no_acknowledged_message(kube: Kube) -> None:
-    setup_group(kube, "e2e-a", "Controller")
+def test_a_rolling_upgrade_loses_no_acknowledged_message(kube: Kube, images: Images) -> None:
+    setup_group(kube, images, "e2e-a", "Controller")
     endpoint = "e2e-a:8081"
-    kube.apply(client_job("e2e-producer", TAG, PRODUCER, endpoint, TOPIC, "240"))
+    kube.apply(client_job("e2e-producer", images, PRODUCER, endpoint, TOPIC, "240"))
     time.sleep(20)  # the producer is running before the roll starts
     kube.kubectl("patch", "brokergroup", "e2e-a", "--type=merge",
-                 "-p", f'{{"spec": {{"version": "{UPGRADE_TAG}"}}}}')
+                 "-p", f'{{"spec": {{"version": "{images.upgrade_tag}"}}}}')
 
     def upgraded() -> bool:
-        images = kube.kubectl("get", "pods", "-l", "app.kubernetes.io/instance=e2e-a", "-o",
-                              "jsonpath={.items[*].spec.containers[0].image}").split()
-        return bool(images) and all(i.endswith(f":{UPGRADE_TAG}") for i in images)
+        running = kube.kubectl("get", "pods", "-l", "app.kubernetes.io/instance=e2e-a", "-o",
+                               "jsonpath={.items[*].spec.containers[0].image}").split()
+        return bool(running) and all(i == images.broker_ref(images.upgrade_tag)
+                                     for i in running)
 
     wait_for("every replica on the new image", upgraded, 900, 5)
     wait_for("the producer to finish", lambda: kube.get("job", "e2e-producer")
@@ -84,7 +84,7 @@ def test_a_rolling_upgrade_loses_no_acknowledged_message(kube: Kube) -> None:
     log = kube.kubectl("logs", "job/e2e-producer")
     acked, times, failed, _ = history(log)
     consumed = run_job(kube, "e2e-consumer",
-                       client_job("e2e-consumer", TAG, CONSUMER, endpoint, TOPIC, "e2e", "120"),
+                       client_job("e2e-consumer", images, CONSUMER, endpoint, TOPIC, "e2e", "120"),
                        600)
     _, _, _, received = history(consumed)
     lost = set(acked) - received
@@ -94,8 +94,8 @@ def test_a_rolling_upgrade_loses_no_acknowledged_message(kube: Kube) -> None:
     assert not lost, f"{len(lost)} acknowledged messages lost: {sorted(lost)[:10]}"
 
 
-def test_a_dledger_group_migrates_to_controller_mode(kube: Kube) -> None:
-    setup_group(kube, "e2e-d", "DLedger")
+def test_a_dledger_group_migrates_to_controller_mode(kube: Kube, images: Images) -> None:
+    setup_group(kube, images, "e2e-d", "DLedger")
     kube.kubectl("patch", "brokergroup", "e2e-d", "--type=merge",
                  "-p", '{"spec": {"mode": "Controller"}}')
     done = wait_for("the migration to complete", lambda: (c := kube.condition(

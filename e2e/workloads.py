@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from e2e.kube import Images
+
 PRODUCER = r'''
 import json, sys, time
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
@@ -42,19 +44,20 @@ c.shutdown()
 '''
 
 
-def controller(tag: str) -> str:
+def controller(images: Images) -> str:
     return json.dumps({
         "apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
         "metadata": {"name": "mqc"},
-        "spec": {"replicas": 3, "deployment": "Standalone", "image": f"mqcluster/broker:{tag}",
+        "spec": {"replicas": 3, "deployment": "Standalone", "image": images.broker_ref(),
                  "storage": {"size": "1Gi"}},
     })
 
 
-def broker_group(name: str, mode: str, tag: str, replicas: int = 3) -> str:
+def broker_group(name: str, mode: str, images: Images, replicas: int = 3) -> str:
     spec: dict[str, object] = {
         "brokerName": name, "clusterName": "E2ECluster", "mode": mode, "replicas": replicas,
-        "controllerRef": {"name": "mqc"}, "version": tag, "storage": {"size": "1Gi"},
+        "controllerRef": {"name": "mqc"}, "image": images.broker, "version": images.tag,
+        "storage": {"size": "1Gi"},
     }
     if mode == "Controller":
         spec.update(allAckInSyncStateSet=True, inSyncReplicas=2, minInSyncReplicas=1)
@@ -62,12 +65,12 @@ def broker_group(name: str, mode: str, tag: str, replicas: int = 3) -> str:
                        "metadata": {"name": name}, "spec": spec})
 
 
-def client_job(name: str, tag: str, script: str, *args: str) -> str:
+def client_job(name: str, images: Images, script: str, *args: str) -> str:
     return json.dumps({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
         "spec": {"backoffLimit": 0, "template": {"spec": {
             "restartPolicy": "Never",
-            "containers": [{"name": "client", "image": f"mqcluster/broker:{tag}",
+            "containers": [{"name": "client", "image": images.broker_ref(),
                             "command": ["python", "-c", script, *args]}],
         }}},
     })
