@@ -28,7 +28,8 @@ def test_images_from_a_registry_and_overrides() -> None:
     assert images_from(None, None, None, None, None) == Images()
     images = images_from("reg.example:5000/team", None, None, "v1", None)
     assert images.broker_ref() == "reg.example:5000/team/mqcluster/broker:v1"
-    assert images.broker_ref(images.upgrade_tag) == "reg.example:5000/team/mqcluster/broker:e2e-next"
+    assert images.broker_ref(images.upgrade_tag) == \
+        "reg.example:5000/team/mqcluster/broker:e2e-next"
     assert (images.operator, images.operator_tag) == ("reg.example:5000/team/mqcluster/operator",
                                                       "v1")
     images = images_from("reg", "other/broker:b1", "op:o1", None, "b2")
