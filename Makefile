@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools e2e chaos)
 TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit chaos)
 
-.PHONY: setup test test-fast lint demo bench chaos clean
+.PHONY: setup test test-fast lint demo bench chaos clean images
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ CHAOS_DURATION ?= 300
 CHAOS_ARGS ?=
 chaos: setup
 	$(PY) -m chaos --duration $(CHAOS_DURATION) $(CHAOS_ARGS)
+
+# Both images with podman from Debian bases made by mmdebstrap (no registry); sizes, the
+# largest packages and each image's budget at the end (tools/images/build.py).
+IMAGES_ARGS ?=
+images:
+	$(PYTHON) tools/images/build.py $(IMAGES_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

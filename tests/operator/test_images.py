@@ -1,8 +1,13 @@
-"""Static checks of the two Dockerfiles (they are built by the e2e suite, where Docker runs)."""
+"""Static checks of the two Dockerfiles and of what each image installs (tools/images).
+
+test_images_run.py builds and runs the images themselves with podman."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -11,6 +16,21 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BROKER = REPO / "broker_image" / "Dockerfile"
 OPERATOR = REPO / "operator" / "Dockerfile"
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _load_distribution():  # tools/ is not a package
+    spec = importlib.util.spec_from_file_location(
+        "images_distribution", REPO / "tools" / "images" / "distribution.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+distribution = _load_distribution()
 
 
 def instructions(path: Path) -> list[tuple[str, str]]:
@@ -24,27 +44,87 @@ def instructions(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def final_stage(ins: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    last_from = max(i for i, (op, _) in enumerate(ins) if op == "FROM")
+    return ins[last_from:]
+
+
 @pytest.mark.parametrize("path", [BROKER, OPERATOR], ids=["broker", "operator"])
-def test_base_user_and_healthcheck(path: Path) -> None:
+def test_base_is_a_build_argument_defaulting_to_the_public_python_image(path: Path) -> None:
     ins = instructions(path)
+    first_from = next(i for i, (op, _) in enumerate(ins) if op == "FROM")
+    args = [rest for op, rest in ins[:first_from] if op == "ARG"]
+    assert "BASE=python:3.11-slim" in args and "BUILD_BASE=${BASE}" in args
     froms = [rest for op, rest in ins if op == "FROM"]
-    assert froms and all(f.split()[0] == "python:3.11-slim" for f in froms)
-    users = [rest for op, rest in ins if op == "USER"]
-    assert users and users[-1].split(":")[0] not in {"root", "0"}
-    assert any(op == "HEALTHCHECK" for op, _ in ins)
-    for op, rest in ins:
+    assert froms == ["${BUILD_BASE} AS build", "${BASE}"]
+
+
+@pytest.mark.parametrize("path", [BROKER, OPERATOR], ids=["broker", "operator"])
+def test_final_stage_runs_as_uid_10001_from_a_copied_venv_without_leftovers(path: Path) -> None:
+    final = final_stage(instructions(path))
+    users = [rest for op, rest in final if op == "USER"]
+    assert users == ["10001:10001"]
+    # The only thing taken from the build stage is the installed virtualenv: no wheels or
+    # sources copied in one layer and deleted in a later one.
+    copies = [rest for op, rest in final if op in {"COPY", "ADD"}]
+    assert copies == ["--from=build /opt/mqcluster /opt/mqcluster"]
+    assert not any("rm " in rest for op, rest in final if op == "RUN")
+    env = " ".join(rest for op, rest in final if op == "ENV")
+    assert "PATH=/opt/mqcluster/bin:$PATH" in env
+    # One image, several programs on configurable ports: the pods' probes check health.
+    assert not any(op == "HEALTHCHECK" for op, _ in final)
+
+
+@pytest.mark.parametrize("path", [BROKER, OPERATOR], ids=["broker", "operator"])
+def test_copied_sources_exist(path: Path) -> None:
+    for op, rest in instructions(path):
         if op == "COPY" and "--from" not in rest:
-            sources = rest.split()[:-1]
-            for source in sources:
+            for source in rest.split()[:-1]:
                 assert (REPO / source).exists(), source
 
 
-def test_broker_image_ships_the_four_programs() -> None:
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert {"mqnamesrv", "mqcontroller", "mqbroker", "mqadmin"} <= set(scripts)
-    text = BROKER.read_text()
-    assert "/health" in text and "5557" in text
-    assert "uid 10001" in text
+def test_broker_distribution_has_the_server_commands_and_not_the_operator() -> None:
+    text, no_deps = distribution.render("broker", PYPROJECT)
+    dist = tomllib.loads(text)
+    scripts = set(dist["project"]["scripts"])
+    assert {"mqnamesrv", "mqcontroller", "mqbroker", "mqadmin", "mqproxy", "mqraft"} == scripts
+    assert dist["tool"]["setuptools"]["packages"]["find"]["where"] == ["broker_image"]
+    names = {distribution.requirement_name(r) for r in dist["project"]["dependencies"]}
+    assert {"grpcio", "protobuf"} <= names
+    assert not names & {"kopf", "kubernetes-asyncio", "pyyaml", "pyspark"}
+    # The official client without opentelemetry and grpcio-tools: the servers load its stubs.
+    assert [distribution.requirement_name(r) for r in no_deps] == ["rocketmq-python-client"]
+
+
+def test_operator_distribution_leaves_out_the_grpc_endpoint_and_its_dependencies() -> None:
+    text, no_deps = distribution.render("operator", PYPROJECT)
+    dist = tomllib.loads(text)
+    assert dist["project"]["scripts"] == {} and no_deps == []
+    names = {distribution.requirement_name(r) for r in dist["project"]["dependencies"]}
+    assert {"kopf", "kubernetes-asyncio", "pydantic"} <= names
+    assert not names & {"grpcio", "protobuf", "rocketmq-python-client", "pyspark"}
+    excluded = dist["tool"]["setuptools"]["packages"]["find"]["exclude"]
+    assert set(excluded) == {"mqcluster.broker.grpc*", "mqcluster.proxy*",
+                             "mqcluster_operator.local*"}
+
+
+def test_unknown_image_is_refused_with_the_known_names() -> None:
+    with pytest.raises(SystemExit, match=r"unknown image 'web'.*broker"):
+        distribution.render("web", PYPROJECT)
+
+
+def test_operator_imports_nothing_its_image_leaves_out() -> None:
+    """What the kopf module imports must be in the operator image (see the exclusions)."""
+    probe = (
+        "import sys, mqcluster_operator.handlers\n"
+        "left_out = ('grpc', 'rocketmq', 'mqcluster.broker.grpc', 'mqcluster.proxy',"
+        " 'mqcluster_operator.local', 'pyspark')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in left_out"
+        " or m.startswith(left_out)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip()
+    assert out == "[]"
 
 
 def test_operator_image_runs_kopf_with_liveness() -> None:
@@ -52,3 +132,11 @@ def test_operator_image_runs_kopf_with_liveness() -> None:
     assert ins["ENTRYPOINT"] == '["kopf"]'
     assert "--module=mqcluster_operator.handlers" in ins["CMD"]
     assert "--liveness=http://0.0.0.0:8080/healthz" in ins["CMD"]
+
+
+def test_pyproject_scripts_are_all_in_an_image_or_known_to_be_local_tools() -> None:
+    scripts = set(PYPROJECT["project"]["scripts"])
+    in_images = set(tomllib.loads(distribution.render("broker", PYPROJECT)[0])
+                    ["project"]["scripts"])
+    # mqcluster (local demo cluster) and mqaudit (PySpark jobs) run from a checkout.
+    assert scripts - in_images == {"mqcluster", "mqaudit"}
