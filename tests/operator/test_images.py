@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,66 @@ def test_pyproject_scripts_are_all_in_an_image_or_known_to_be_local_tools() -> N
                     ["project"]["scripts"])
     # mqcluster (local demo cluster) and mqaudit (PySpark jobs) run from a checkout.
     assert scripts - in_images == {"mqcluster", "mqaudit"}
+
+
+def writable_paths_problems(pod_spec: dict[str, Any]) -> list[str]:
+    """HOME and TMPDIR of each container with a read-only root must lie on a volume it
+    mounts writable (the official client's logs, temp files): the root is not writable."""
+    problems = []
+    containers = pod_spec.get("initContainers", []) + pod_spec["containers"]
+    for container in containers:
+        if not container.get("securityContext", {}).get("readOnlyRootFilesystem"):
+            continue
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        writable = [m["mountPath"] for m in container.get("volumeMounts", [])
+                    if not m.get("readOnly")]
+        for key in ("HOME", "TMPDIR"):
+            value = env.get(key)
+            if container["name"] == "clear-store":  # runs no library that writes there
+                continue
+            if value is None or not any(value == p or value.startswith(p.rstrip("/") + "/")
+                                        for p in writable):
+                problems.append(f"{container['name']}: {key}={value} is not on a writable volume")
+    return problems
+
+
+def _pod_specs_built_by_the_operator() -> dict[str, dict[str, Any]]:
+    from mqcluster_operator.manifests.broker import for_migration
+
+    from .test_manifests import ALL, BROKER_CASES, BrokerGroupSpec
+
+    out = {}
+    for case, build in ALL:
+        for obj in build(case):
+            if obj["kind"] == "StatefulSet":
+                out[case] = obj["spec"]["template"]["spec"]
+    # a migration's init container too
+    spec = BrokerGroupSpec.model_validate(BROKER_CASES["brokergroup-dledger"][0])
+    objs = for_migration(ALL[-1][1]("brokergroup-dledger"), spec, stopped=False,
+                         clear_store="m1")
+    (sts,) = [o for o in objs if o["kind"] == "StatefulSet"]
+    out["brokergroup-dledger-clearing"] = sts["spec"]["template"]["spec"]
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(_pod_specs_built_by_the_operator()))
+def test_operator_pods_keep_home_and_tmpdir_on_their_volumes(case: str) -> None:
+    assert writable_paths_problems(_pod_specs_built_by_the_operator()[case]) == []
+
+
+def test_operator_deployment_keeps_home_and_tmpdir_on_its_volume(helm: Path) -> None:
+    from .chart_tools import kinds, template
+
+    (deploy,) = kinds(template(helm))["Deployment"]
+    assert writable_paths_problems(deploy["spec"]["template"]["spec"]) == []
+
+
+def test_writable_paths_check_sees_home_on_the_root() -> None:
+    pod = {"containers": [{
+        "name": "broker",
+        "securityContext": {"readOnlyRootFilesystem": True},
+        "env": [{"name": "POD_NAME", "value": "x"}, {"name": "TMPDIR", "value": "/tmp/x"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"},
+                         {"name": "config", "mountPath": "/etc/mqcluster", "readOnly": True}],
+    }]}
+    assert writable_paths_problems(pod) == ["broker: HOME=None is not on a writable volume"]

@@ -12,6 +12,9 @@ RUN_AS = 10001
 CONFIG_DIR = "/etc/mqcluster"
 RUN_DIR = "/var/run/mqcluster"
 DATA_DIR = "/home/mqcluster/store"
+# The pod's "tmp" emptyDir. The root filesystem is read-only, so HOME and TMPDIR point
+# here: whatever a library writes under them (log directories, caches) lands on a volume.
+TMP_DIR = "/tmp"
 
 
 def anti_affinity(selector: dict[str, str], scheduling: Scheduling) -> Obj | None:
@@ -73,7 +76,12 @@ def pod_env() -> list[Obj]:
     def field(name: str, path: str) -> Obj:
         return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
-    return [field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace")]
+    return [
+        field("POD_NAME", "metadata.name"),
+        field("POD_NAMESPACE", "metadata.namespace"),
+        {"name": "HOME", "value": TMP_DIR},
+        {"name": "TMPDIR", "value": TMP_DIR},
+    ]
 
 
 def pod_security_context() -> Obj:
@@ -119,7 +127,7 @@ def volume_mounts() -> list[Obj]:
         {"name": "data", "mountPath": DATA_DIR},
         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
         {"name": "run", "mountPath": RUN_DIR},
-        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "tmp", "mountPath": TMP_DIR},
     ]
 
 
