@@ -14,7 +14,9 @@ class HostAddresses(Protocol):
 
 class MessagingHost(Protocol):
     """``config`` is read for the keys ``MessagingConfig`` knows (maxMessageSize,
-    autoCreateTopicEnable, autoCreateSubscriptionGroup, defaultTopicQueueNums, ...);
+    autoCreateTopicEnable, autoCreateSubscriptionGroup, defaultTopicQueueNums, ...), and
+    on every request for ``brokerPermission``; its ``namesrv_addrs``, if any, are asked
+    whether ``wipeWritePerm`` took the group's write permission away (routes);
     ``addresses.grpc`` is the advertised ``host:port`` put in routes (when None, routes
     name the address the client connected to); ``topics_changed()`` is called when the
     endpoint creates a topic, so the name-server registration can be refreshed;
