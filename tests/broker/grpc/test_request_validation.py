@@ -185,3 +185,34 @@ def test_the_official_clients_milliseconds_in_seconds_still_delay(
     resp = send(broker, m)
     assert code(resp) == "OK", resp.status.message
     assert stored_count(broker) == 0  # (held on the timer topic, not yet on T)
+
+
+async def test_the_endpoint_reads_brokerpermission_from_the_broker_config_on_every_send(
+        tmp_path: Path) -> None:
+    import grpc
+
+    from mqcluster.broker.config import BrokerConfig
+    from mqcluster.broker.grpc import start_grpc_server
+    from mqcluster.store import MessageStore, StoreConfig
+    from tests.broker.grpc.harness import Host, loopback_host
+
+    store = MessageStore(StoreConfig(storePathRootDir=str(tmp_path / "s"), brokerName="b"))
+    await store.start()
+    host = Host(BrokerConfig(brokerName="b", brokerPermission=4,  # type: ignore[arg-type]
+                             storePathRootDir=str(tmp_path / "s")), store, broker_name="b")
+    ip = loopback_host()
+    endpoint = await start_grpc_server(host, ip, 0)
+    try:
+        async with grpc.aio.insecure_channel(f"{ip}:{endpoint.port}") as channel:
+            call = channel.unary_unary(
+                "/apache.rocketmq.v2.MessagingService/SendMessage",
+                request_serializer=spb.SendMessageRequest.SerializeToString,
+                response_deserializer=spb.SendMessageResponse.FromString)
+            resp = await call(spb.SendMessageRequest(messages=[message()]), timeout=10)
+            assert code(resp) == "FORBIDDEN"
+            host.config = host.config.model_copy(update={"brokerPermission": 6})
+            resp = await call(spb.SendMessageRequest(messages=[message()]), timeout=10)
+            assert code(resp) == "OK", resp.status.message
+    finally:
+        await endpoint.stop(0)
+        await store.shutdown()
