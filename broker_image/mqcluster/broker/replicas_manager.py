@@ -42,6 +42,7 @@ from mqcluster.controller.protocol import (
     response,
 )
 from mqcluster.ha.master import HAMasterOptions, HAMasterService
+from mqcluster.ha.replica_hosts import ReplicaHosts
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache
@@ -84,6 +85,7 @@ class ReplicasManager:
         # Recovery may have cut the commitlog below terms the file still names.
         self.epochs.truncate_suffix_by_offset(store.commitlog_max_offset + 1)
         self.master = HAMasterService(store, self.epochs, master_options(cfg))
+        self.master.slave_hosts = ReplicaHosts(self._group_replicas)
         store.write_gate = self.master
         self.slave: HASlaveClient | None = None
         self.client = ControllerClient(cfg.controller_addrs, retry_timeout=5.0)
@@ -136,6 +138,8 @@ class ReplicasManager:
             await self.slave.stop()
             self.slave = None
         await self.master.deactivate()
+        if self.master.slave_hosts is not None:
+            await self.master.slave_hosts.close()
         if self._ha_server is not None:
             self._ha_server.close()
             self._ha_server = None
@@ -330,11 +334,22 @@ class ReplicasManager:
         cfg = self.config
         self.slave = HASlaveClient(
             self.store, self.epochs, endpoints.ha,
-            HASlaveOptions(self.broker_id, cfg.syncFromLastFile, cfg.asyncLearner))
+            HASlaveOptions(self.broker_id, cfg.syncFromLastFile, cfg.asyncLearner,
+                           source_host=self.ctx.addresses.broker.rpartition(":")[0]))
         self.slave.start()
         self.ctx.set_role(ReplicaRole(self.broker_id, False, info.master_address,
                                       endpoints.grpc, info.master_epoch))
         self._role_known.set()
+
+    async def _group_replicas(self) -> dict[int, str]:
+        """This group's registered replicas (broker id -> address), whose hosts alone the
+        HA master takes slaves from."""
+        name = self.config.brokerName
+        info = (await self.client.get_sync_state_data([name])).replicas_info_table.get(name)
+        if info is None:
+            return {}
+        return {r.broker_id: r.broker_address
+                for r in (*info.in_sync_replicas, *info.not_in_sync_replicas)}
 
     async def _master_endpoints(self, master_addr: str) -> MasterEndpoints:
         """The master's HA and gRPC addresses, from its runtime info (a few tries: a

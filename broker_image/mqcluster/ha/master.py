@@ -32,7 +32,9 @@ from mqcluster.ha.protocol import (
     SlaveHandshake,
     Transfer,
 )
+from mqcluster.ha.replica_hosts import ReplicaHosts
 from mqcluster.ha.sync_state import SyncStateView
+from mqcluster.raft.peers import normal_ip
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import OPEN_END, EpochFileCache
 from mqcluster.store.message import PutStatus
@@ -88,6 +90,8 @@ class HAMasterService:
         self._tasks: set[asyncio.Task[None]] = set()
         self._serving: set[_SlaveConnection] = set()
         self._checker: asyncio.Task[None] | None = None
+        self.slave_hosts: ReplicaHosts | None = None
+        """Controller mode: slaves are taken only from their registered hosts."""
         store.add_append_listener(self._on_append)
 
     def now_ms(self) -> int:
@@ -101,6 +105,8 @@ class HAMasterService:
         self.view = SyncStateView(master_id, set(members) | {master_id}, sss_epoch,
                                   self.store.commitlog_max_offset)
         self.report = report
+        if self.slave_hosts is not None:
+            self.slave_hosts.refresh_soon()
         self._update_confirm()
         if self._checker is None:
             self._checker = asyncio.get_running_loop().create_task(self._check_loop())
@@ -297,6 +303,8 @@ class _SlaveConnection(asyncio.Protocol):
         self.transferring = False
         self.acked = -1
         """The slave's last acknowledged max offset."""
+        self.sent = 0
+        """The end of what was sent to the slave: it cannot acknowledge more."""
         self._ack = Pulse()
         self._writable = asyncio.Event()
         self._writable.set()
@@ -364,6 +372,11 @@ class _SlaveConnection(asyncio.Protocol):
             if not isinstance(frame, SlaveAck):
                 raise HAProtocolError("handshake in the middle of a transfer")
             assert self.broker_id is not None
+            if frame.max_offset > self.sent:
+                # An ack for data never sent would count as a replica's copy: writes
+                # answered as replicated that are not.
+                raise HAProtocolError(f"slave {self.broker_id} acknowledged offset "
+                                      f"{frame.max_offset}, past the {self.sent} sent to it")
             svc._acked_by(self.broker_id, frame.max_offset)
             self.acked = frame.max_offset
             self._ack.fire()
@@ -385,6 +398,17 @@ class _SlaveConnection(asyncio.Protocol):
             return
         if hs.broker_id == view.master_id:
             raise HAProtocolError(f"slave claims the master's broker id {hs.broker_id}")
+        gate = svc.slave_hosts
+        if gate is not None:
+            # Before anything else: a stranger must neither get the commitlog nor push
+            # the real slave of that id out.
+            peer = self.peer
+            remote = normal_ip(str(peer[0])) if isinstance(peer, tuple) and peer else None
+            reason = gate.refusal(hs.broker_id, remote)
+            if reason is not None:
+                gate.log_refusal(peer, reason)
+                self.close()
+                return
         self.broker_id = hs.broker_id
         self.handshake = hs
         old = svc._conns.get(hs.broker_id)
@@ -409,6 +433,7 @@ class _SlaveConnection(asyncio.Protocol):
                                   f"{svc.store.commitlog_max_offset}: it did not truncate")
         start = svc.start_offset_for(hs, slave_offset)
         self.acked = start
+        self.sent = max(start, slave_offset)
         view.connected(hs.broker_id, hs.async_learner, svc.now_ms())
         self.phase = _Phase.TRANSFER
         self.transferring = True
@@ -476,6 +501,7 @@ class _SlaveConnection(asyncio.Protocol):
             else:
                 self._send_region(frame, *region)
                 offset += region[2]
+                self.sent = offset
                 self._in_flight.append(offset)
             if not self._writable.is_set():
                 await self._writable.wait()

@@ -30,6 +30,7 @@ _TRANSFER = struct.Struct(">iiqiqq")
 _STATE = struct.Struct(">i")
 
 MAX_EPOCH_ENTRIES = 1 << 16
+_LONG_MAX = 2**63 - 1
 
 
 class HAState(IntEnum):
@@ -128,8 +129,8 @@ class SlaveFrameDecoder(_Buffer):
                 del self._buf[:_SLAVE_HANDSHAKE.size]
                 if flags & ~(FLAG_SYNC_FROM_LAST_FILE | FLAG_ASYNC_LEARNER):
                     raise HAProtocolError(f"unknown handshake flags {flags:#x}")
-                if broker_id < 0:
-                    raise HAProtocolError(f"negative slave broker id {broker_id}")
+                if broker_id < 1:  # 0 is the master's id (MixAll.MASTER_ID), in every mode
+                    raise HAProtocolError(f"slave broker id {broker_id} is not a slave's")
                 out.append(SlaveHandshake(broker_id, bool(flags & FLAG_SYNC_FROM_LAST_FILE),
                                           bool(flags & FLAG_ASYNC_LEARNER)))
             elif state is HAState.TRANSFER:
@@ -198,6 +199,9 @@ class MasterFrameDecoder(_Buffer):
         _, size, max_offset, epoch = _MASTER_HANDSHAKE.unpack_from(buf, pos)
         if size < 0 or size % _EPOCH_ENTRY.size or size > MAX_EPOCH_ENTRIES * _EPOCH_ENTRY.size:
             raise HAProtocolError(f"bad epoch list size {size}")
+        if max_offset < 0 or epoch < 0:
+            raise HAProtocolError(f"bad master handshake: max offset {max_offset}, "
+                                  f"epoch {epoch}")
         total = _MASTER_HANDSHAKE.size + size
         if end - pos < total:
             return None, 0
@@ -208,6 +212,9 @@ class MasterFrameDecoder(_Buffer):
             raise HAProtocolError("negative epoch or start offset in the epoch list")
         if any(b[0] <= a[0] or b[1] < a[1] for a, b in itertools.pairwise(entries)):
             raise HAProtocolError("master epoch entries are not increasing")
+        if entries and (entries[-1][0] > epoch or entries[-1][1] > max_offset):
+            raise HAProtocolError(f"the last epoch entry {entries[-1]} is past the master's "
+                                  f"epoch {epoch} or max offset {max_offset}")
         return MasterHandshake(max_offset, epoch, entries), total
 
     def _transfer(self, buf: bytearray | bytes, view: memoryview, pos: int, end: int,
@@ -217,9 +224,12 @@ class MasterFrameDecoder(_Buffer):
         _, size, offset, epoch, epoch_start, confirm = _TRANSFER.unpack_from(buf, pos)
         if size < 0 or size > self.max_body:
             raise HAProtocolError(f"transfer body of {size} bytes (limit {self.max_body})")
-        if offset < 0 or epoch_start < 0 or epoch_start > offset:
+        if offset < 0 or epoch_start < 0 or epoch_start > offset or offset > _LONG_MAX - size:
             raise HAProtocolError(f"bad transfer header: offset {offset}, epoch start "
-                                  f"{epoch_start}")
+                                  f"{epoch_start}, body of {size} bytes")
+        if epoch < 0 or confirm < 0:
+            raise HAProtocolError(f"bad transfer header: epoch {epoch}, confirm offset "
+                                  f"{confirm}")
         total = _TRANSFER.size + size
         if end - pos < total:
             return None, 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ class HASlaveOptions:
     connect_timeout_s: float = 3.0
     idle_timeout_s: float = 10.0
     """No frame (not even a heartbeat) for this long: the master is presumed gone."""
+    source_host: str | None = None
+    """Connect from this address: the host this replica is registered at, which a
+    controller-mode master checks (``mqcluster.ha.replica_hosts``). Unbound where the
+    address is not this machine's."""
 
 
 class HASlaveClient:
@@ -103,13 +108,30 @@ class HASlaveClient:
             self.state = HAState.READY
             await asyncio.sleep(self.options.reconnect_interval_s)
 
+    async def _connect(self, loop: asyncio.AbstractEventLoop, stream: _MasterStream,
+                       host: str, port: int) -> None:
+        source = self.options.source_host
+        if source:
+            try:
+                await loop.create_connection(lambda: stream, host, port,
+                                             local_addr=(source, 0))
+                return
+            except OSError as exc:
+                if exc.errno != errno.EADDRNOTAVAIL:
+                    raise
+                log.warning("cannot connect to the master from this replica's address %s "
+                            "(%s); connecting from any address, which the master may "
+                            "refuse", source, exc)
+                self.options.source_host = None
+        await loop.create_connection(lambda: stream, host, port)
+
     async def _session(self) -> None:
         host, port = self.master_ha_addr.rsplit(":", 1)
         opts = self.options
         loop = asyncio.get_running_loop()
         stream = _MasterStream(self)
         async with asyncio.timeout(opts.connect_timeout_s):
-            await loop.create_connection(lambda: stream, host, int(port))
+            await self._connect(loop, stream, host, int(port))
         try:
             self.state = HAState.HANDSHAKE
             stream.write(SlaveHandshake(opts.broker_id, opts.sync_from_last_file,
