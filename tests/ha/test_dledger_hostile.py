@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.node import parse_peers
+from mqcluster.raft.types import HardState
+from tests.broker.procs import broker_props
 from tests.ha.dledger_cluster import DLedgerProcessGroup
 from tests.ha.test_processes import History, produce, wait_acks
-from tests.procs import free_addr
+from tests.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
 from tests.raft.hostile import heartbeat_frame, send_frames
 
 pytestmark = pytest.mark.slow
@@ -107,3 +110,23 @@ async def test_hostile_frames_leave_the_group_writable_and_restartable(
     logs = g.logs()
     assert "raft driver failed" not in logs
     assert "closing Raft connection" in logs
+
+
+def test_a_hardstate_out_of_range_stops_the_broker_with_one_line(
+    tmp_path: Path, procs: Procs  # noqa: F811
+) -> None:
+    """As an older version saved the reported frame's term: one line naming the file."""
+    ip = _host(free_addr())
+    peers = f"n0-{free_addr(ip)};n1-{free_addr()};n2-{free_addr()}"
+    props = broker_props(tmp_path, ip, brokerName="dledger-a", enableDLegerCommitLog="true",
+                         dLegerGroup="dledger-a", dLegerPeers=peers, dLegerSelfId="n0")
+    raft_dir = tmp_path / "store" / "dledger"
+    raft_dir.mkdir(parents=True)
+    (raft_dir / "hardstate").write_bytes(encode_hard_state(HardState(2**64, "n1")))
+    conf = tmp_path / "broker.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    p = procs.python("-m", "mqcluster.broker.main", "-c", str(conf), name="broker")
+    assert p.wait(timeout=60) == 1
+    out = procs.output(p)
+    assert f"corrupt file {raft_dir / 'hardstate'}: term: {2**64} is out of range" in out, out
+    assert "Traceback" not in out

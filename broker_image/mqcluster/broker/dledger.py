@@ -44,6 +44,7 @@ from mqcluster.ha.dledger_entry import (
     mark_positions,
     unbuilt,
 )
+from mqcluster.raft.diskformat import RaftStoreError
 from mqcluster.raft.node import (
     ProposalError,
     RaftNotLeaderError,
@@ -62,6 +63,7 @@ from mqcluster.store import codec
 from mqcluster.store.api import MessageStore
 from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
 from mqcluster.store.codec import RecordKind
+from mqcluster.store.errors import StoreLayoutError
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcError
@@ -289,7 +291,11 @@ class DLedgerReplication:
         ctx.set_role(ReplicaRole(self.follower_id, False))
 
     async def start(self) -> None:
-        await self.runner.start()
+        try:
+            await self.runner.start()
+        except RaftStoreError as exc:
+            # The Raft log is this mode's commitlog: mqbroker stops with that one line.
+            raise StoreLayoutError(str(exc)) from None
         self.metadata.start()
 
     async def stop(self) -> None:
