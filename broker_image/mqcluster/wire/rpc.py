@@ -191,6 +191,8 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.attributes: dict[str, Any] = {}
+        self.on_close: Callable[[Connection], None] | None = None
+        """Called once as the connection closes (its server's count of connections)."""
         self._reader_task = self._loop.create_task(self._read_loop())
 
     @property
@@ -346,6 +348,8 @@ class Connection:
             self._metered.release()
         with contextlib.suppress(Exception):
             self.writer.close()
+        if self.on_close is not None:
+            self.on_close(self)
         for cb in self.registry.on_connection_closed:
             cb(self)
 
@@ -490,6 +494,7 @@ class RpcServer:
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           max_in_flight=self.max_in_flight, closing_log=self.closing_log)
         self.connections.add(conn)
+        conn.on_close = self.connections.discard  # (counted out as it closes, not later)
         if self.on_accept is not None:
             self.on_accept(conn)
         try:
