@@ -61,7 +61,7 @@ async def test_second_broker_on_same_store_or_port_fails_with_one_line(tmp_path:
         assert res.returncode == 1
         last = res.stderr.strip().splitlines()[-1]
         assert last.startswith("mqbroker: cannot start:")
-        assert "lock is held by another process" in last
+        assert "is in use by another store" in last
 
         same_port = {**broker.props, "storePathRootDir": str(tmp_path / "other")}
         conf.write_text("".join(f"{k}={v}\n" for k, v in same_port.items()))
