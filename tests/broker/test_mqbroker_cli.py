@@ -51,6 +51,19 @@ def test_print_config(tmp_path: Path) -> None:
     assert "namesrvAddr=127.0.0.1:9876" in res.stdout.splitlines()
 
 
+def test_printed_config_loads_back_as_a_file(tmp_path: Path) -> None:
+    """What ``-p`` prints is a config file: unset names are comments, not empty values."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"brokerName=broker-a\nstorePathRootDir={tmp_path}/store\n")
+    printed = run_broker("-c", str(conf), "-p")
+    assert printed.returncode == 0, printed.stderr
+    again = tmp_path / "printed.conf"
+    again.write_text(printed.stdout)
+    res = run_broker("-c", str(again), "-p")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == printed.stdout
+
+
 async def test_second_broker_on_same_store_or_port_fails_with_one_line(tmp_path: Path) -> None:
     broker = await start_broker(tmp_path)
     try:

@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.printConfigItem:
         for key, value in cfg.model_dump(mode="json").items():
-            print(f"{key}={'' if value is None else value}")
+            # An unset value is a comment: fed back as a file, ``key=`` would be an
+            # empty name, which is an error.
+            print(f"#{key}=" if value is None else f"{key}={value}")
         return 0
     logging.basicConfig(
         level=args.log_level.upper(),
