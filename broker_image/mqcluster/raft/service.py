@@ -7,11 +7,14 @@ import json
 
 from mqcluster.raft.codec import unpack_values
 from mqcluster.raft.codes import RaftRequestCode, RaftResponseCode
+from mqcluster.raft.limits import LimitError, check_id, parse_long
 from mqcluster.raft.node import ProposalError, RaftNotLeaderError, RaftRunner
 from mqcluster.raft.types import NotLeaderError
 from mqcluster.raft.valuelog import ValueLog
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import Connection, HandlerRegistry
+
+_MAX_READ = 100_000  # values in one CLIENT_READ answer
 
 
 def _not_leader(cmd: RemotingCommand, err: NotLeaderError) -> RemotingCommand:
@@ -52,8 +55,11 @@ class ValueLogService:
         return cmd.response(body=json.dumps(doc).encode())
 
     async def read(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        start = int(cmd.ext_fields.get("start", "1"))
-        limit = int(cmd.ext_fields.get("limit", "1000"))
+        try:
+            start = parse_long(cmd.ext_fields.get("start", "1"), "start")
+            limit = min(parse_long(cmd.ext_fields.get("limit", "1000"), "limit"), _MAX_READ)
+        except LimitError as exc:
+            return cmd.response(ResponseCode.INVALID_REQUEST, remark=str(exc))
         doc = self.values.summary() | {
             "start": max(start, self.values.first_kept),
             "values": [v.decode("latin-1") for v in self.values.read(start, limit)],
@@ -61,7 +67,10 @@ class ValueLogService:
         return cmd.response(body=json.dumps(doc).encode())
 
     async def transfer(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        target = cmd.ext_fields["target"]
+        try:
+            target = check_id(cmd.ext_fields.get("target"), "target")
+        except LimitError as exc:
+            return cmd.response(ResponseCode.INVALID_REQUEST, remark=str(exc))
         try:
             self.runner.transfer_leadership(target)
         except NotLeaderError as err:
