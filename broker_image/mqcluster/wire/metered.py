@@ -52,6 +52,16 @@ class FrameTracker:
         began = False
         while pos < size:
             if self.partial == 0:
+                if size - pos >= 4:
+                    # (the common case: a frame's prefix at hand; a whole frame is skipped)
+                    (total,) = _LEN.unpack_from(data, pos)
+                    self._check(total)
+                    if size - pos >= 4 + total:
+                        pos += 4 + total
+                        continue
+                    self._need = total - (size - pos - 4)
+                    self.partial = size - pos
+                    return True
                 began = True
             if self.partial < 4:
                 k = min(4 - self.partial, size - pos)
@@ -62,12 +72,7 @@ class FrameTracker:
                     break
                 (total,) = _LEN.unpack(self._prefix)
                 self._prefix = b""
-                if total > self.max_frame_size:
-                    raise LimitExceeded(
-                        f"frame of {total} bytes exceeds limit {self.max_frame_size}")
-                if total < 4:
-                    raise FrameError(
-                        f"frame length {total} is shorter than its header length field")
+                self._check(total)
                 self._need = total
             k = min(self._need, size - pos)
             self._need -= k
@@ -76,6 +81,12 @@ class FrameTracker:
             if self._need == 0:
                 self.partial = 0
         return began and self.partial > 0
+
+    def _check(self, total: int) -> None:
+        if total > self.max_frame_size:
+            raise LimitExceeded(f"frame of {total} bytes exceeds limit {self.max_frame_size}")
+        if total < 4:
+            raise FrameError(f"frame length {total} is shorter than its header length field")
 
 
 class MeteredStreamReader(asyncio.StreamReader):
