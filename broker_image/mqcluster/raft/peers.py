@@ -86,21 +86,28 @@ class PeerGate:
         return f"sender {src!r} is configured at {host}, but the connection comes from {remote}"
 
     async def resolve(self) -> None:
-        """Resolve every peer given by name now (those that fail keep what they had)."""
+        """Resolve every peer given by name now, all at once (those that fail keep what
+        they had: a peer whose pod does not exist yet is looked up again later)."""
         if not self._names:
             return
         self._last_refresh = self._clock()
+        peers = sorted(self._names)
+        found = await asyncio.gather(*(self._lookup(self.hosts[p]) for p in peers))
+        for peer, addrs in zip(peers, found, strict=True):
+            if addrs is not None:
+                self._addrs[peer] = addrs
+
+    @staticmethod
+    async def _lookup(host: str) -> frozenset[str] | None:
         loop = asyncio.get_running_loop()
-        for peer in sorted(self._names):
-            host = self.hosts[peer]
-            try:
-                infos = await asyncio.wait_for(
-                    loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), _RESOLVE_TIMEOUT)
-            except (OSError, TimeoutError) as exc:
-                log.info("cannot resolve peer %s host %s: %s", peer, host, exc)
-                continue
-            found = {normal_ip(str(info[4][0])) for info in infos}
-            self._addrs[peer] = frozenset(ip for ip in found if ip is not None)
+        try:
+            infos = await asyncio.wait_for(
+                loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), _RESOLVE_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            log.info("cannot resolve peer host %s: %s", host, exc)
+            return None
+        found = {normal_ip(str(info[4][0])) for info in infos}
+        return frozenset(ip for ip in found if ip is not None)
 
     def _refresh_soon(self) -> None:
         if self._refreshing is not None and not self._refreshing.done():
