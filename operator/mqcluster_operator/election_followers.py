@@ -240,6 +240,10 @@ class BrokerGroupFollower:
                                  {"metadata": {"labels": {names.LABEL_ROLE: role}}})
 
     async def step(self, live: Mapping[str, Any], changed: bool = False) -> None:
+        with metrics.follow_timer("BrokerGroup"):
+            await self._step(live, changed)
+
+    async def _step(self, live: Mapping[str, Any], changed: bool = False) -> None:
         """One round; reads the resource from ``reads`` (kopf's live body lags behind long
         handlers; the indices follow the watch)."""
         if changed:
@@ -736,6 +740,10 @@ class ControllerFollower:
         await self.probes.close()
 
     async def step(self, live: Mapping[str, Any]) -> None:
+        with metrics.follow_timer("Controller"):
+            await self._step(live)
+
+    async def _step(self, live: Mapping[str, Any]) -> None:
         body = await self.reads.get(Ref.of(live))
         if body is None or paused(body):
             return

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+import aiohttp
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from . import conditions
+from . import conditions, metrics
 from .names import API_VERSION
 
 Obj = dict[str, Any]
@@ -209,6 +210,7 @@ class Api:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
+        metrics.API_REQUESTS.labels(method).inc()
         try:
             data, _, _ = await client.call_api(
                 path, method, query_params=list((params or {}).items()),
@@ -216,7 +218,11 @@ class Api:
                 response_types_map={200: "object", 201: "object", 202: "object"},
                 _request_timeout=self._timeout,
             )
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            metrics.API_ERRORS.labels(method, "unreachable").inc()
+            raise
         except ApiException as exc:
+            metrics.API_ERRORS.labels(method, str(exc.status or 0)).inc()
             text = exc.body if isinstance(exc.body, str) else (exc.body or b"").decode(
                 errors="replace")
             detail = _json_or_none(text)
@@ -293,6 +299,8 @@ class Api:
             }
             await self._call("PATCH", ref.path("status"), body=body, content_type=APPLY_PATCH,
                              params={"fieldManager": writer.field_manager, "force": "true"})
+            metrics.record_conditions(ref.namespace, ref.kind, ref.name,
+                                      writer.own(status["conditions"] or []))
         if rest:
             await self.patch(ref, {"status": rest}, "status")
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 REGISTRY = CollectorRegistry()
 
@@ -49,6 +50,55 @@ RECONCILE_SECONDS = Histogram(
     registry=REGISTRY,
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+
+
+FOLLOW_SECONDS = Histogram(
+    "mqcluster_operator_follow_seconds",
+    "Duration of one election-following pass over a resource (probe answer to pods "
+    "relabelled and status written).",
+    ["resource"],
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+API_REQUESTS = Counter(
+    "mqcluster_operator_api_requests_total",
+    "Requests to the Kubernetes API server, by HTTP method.",
+    ["method"],
+    registry=REGISTRY,
+)
+API_ERRORS = Counter(
+    "mqcluster_operator_api_errors_total",
+    "Failed requests to the Kubernetes API server, by HTTP method and status code "
+    "(\"unreachable\": no answer at all).",
+    ["method", "code"],
+    registry=REGISTRY,
+)
+CONDITION = Gauge(
+    "mqcluster_operator_resource_condition",
+    "Conditions the operator last wrote, per resource: 1 True, 0 False, -1 Unknown.",
+    ["namespace", "kind", "name", "type"],
+    registry=REGISTRY,
+)
+CONDITION_VALUES = {"True": 1, "False": 0}
+
+
+def record_conditions(namespace: str, kind: str, name: str,
+                      conditions: Iterable[Mapping[str, Any]]) -> None:
+    """Set the condition gauges of one resource from the conditions being written."""
+    for cond in conditions:
+        type_ = cond.get("type")
+        if isinstance(type_, str) and type_:
+            CONDITION.labels(namespace, kind, name, type_).set(
+                CONDITION_VALUES.get(str(cond.get("status")), -1))
+
+
+@contextmanager
+def follow_timer(resource: str) -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        FOLLOW_SECONDS.labels(resource).observe(time.monotonic() - started)
 
 
 @contextmanager

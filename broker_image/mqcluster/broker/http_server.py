@@ -10,25 +10,27 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from mqcluster.broker.config import BrokerRole
 from mqcluster.broker.context import BrokerContext
 from mqcluster.common.http_errors import quiet_bad_requests
+from mqcluster.store.retention import disk_usage_ratio
 
 
 def refresh_gauges(ctx: BrokerContext) -> None:
-    """Gauges read from the store at scrape time."""
+    """Gauges read from the store and the replication state at scrape time."""
     m, store = ctx.metrics, ctx.store
     m.commitlog_max_offset.labels(**m.labels).set(store.commitlog_max_offset)
     m.commitlog_min_offset.labels(**m.labels).set(store.commitlog_min_offset)
     m.dispatch_lag.labels(**m.labels).set(store.dispatch_behind_bytes)
     m.topics.labels(**m.labels).set(len(store.topics.table))
-    for slave, lag in ctx.ha_lag().items():
-        m.slave_lag.labels(**m.labels, slave=str(slave)).set(lag)
-    m.consumer_lag.clear()
+    role = ctx.role
+    m.refresh_role(role.broker_id, role.is_master, role.master_epoch,
+                   ctx.config.minInSyncReplicas, store.confirm_offset)
+    m.refresh_replication(m.replication())
+    m.disk_ratio.labels(**m.labels).set(disk_usage_ratio(ctx.config.storePathRootDir))
     lags: dict[tuple[str, str], int] = {}
     for key, queues in store.offsets.table.items():
         topic, _, group = key.partition("@")
         lag = sum(max(0, store.max_offset(topic, qid) - off) for qid, off in queues.items())
         lags[(group, topic)] = lags.get((group, topic), 0) + lag
-    for (group, topic), lag in lags.items():
-        m.consumer_lag.labels(**m.labels, group=group, topic=topic).set(lag)
+    m.refresh_consumer_lag(lags)
 
 
 class HttpEndpoint:

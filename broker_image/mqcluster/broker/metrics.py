@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from mqcluster.ha.master import HAMasterService
 
 PUT_LATENCY_BUCKETS = (
     0.0001,
@@ -22,10 +30,41 @@ PUT_LATENCY_BUCKETS = (
 )
 
 
+@dataclass(frozen=True)
+class ReplicationView:
+    """What this broker knows of its replicas at a scrape (a master's view)."""
+
+    sync_state_set: frozenset[int] | None = None
+    """Controller mode, on the master: the SyncStateSet (master included)."""
+    lag_bytes: dict[int, int] = field(default_factory=dict)
+    """Commitlog bytes each slave is behind, by broker id."""
+    lag_seconds: dict[int, float] | None = None
+    """Seconds since each slave last had everything (None: not tracked; the scrapes
+    then measure it as the time since a scrape last saw the slave at zero bytes)."""
+
+
+def ha_master_view(master: HAMasterService) -> ReplicationView:
+    """A controller-mode master's view (empty on a slave), read from its SyncStateView."""
+    view = master.view
+    if view is None:
+        return ReplicationView()
+    now = master.now_ms()
+    lag, seconds = {}, {}
+    for bid, rp in view.replicas.items():
+        lag[bid] = behind = max(0, view.master_max - rp.ack_offset)
+        seconds[bid] = 0.0 if behind == 0 else max(0.0, (now - rp.last_caught_up_ms) / 1000)
+    return ReplicationView(frozenset(view.members | {view.master_id}), lag, seconds)
+
+
 class BrokerMetrics:
     """Counters and gauges the broker updates; ``registry`` is what /metrics exports."""
 
-    def __init__(self, cluster: str, broker: str, registry: CollectorRegistry | None = None):
+    def __init__(self, cluster: str, broker: str, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self.replication: Callable[[], ReplicationView] = ReplicationView
+        """Set by the replication mode in use; read at every scrape."""
+        self._caught_up_at: dict[int, float] = {}
         self.registry = registry or CollectorRegistry()
         self.labels = {"cluster": cluster, "broker": broker}
         names = ["cluster", "broker"]
@@ -84,6 +123,66 @@ class BrokerMetrics:
             [*names, "slave"],
             registry=r,
         )
+        self.slave_lag_seconds = Gauge(
+            "rocketmq_ha_slave_lag_seconds",
+            "Seconds since a slave last had everything this master had",
+            [*names, "slave"],
+            registry=r,
+        )
+        self.is_master = Gauge(
+            "rocketmq_broker_is_master",
+            "1 on the group's master, 0 on a slave",
+            [*names, "broker_id"],
+            registry=r,
+        )
+        self.master_epoch = Gauge(
+            "rocketmq_broker_master_epoch",
+            "Master epoch this broker knows (controller mode; the Raft term in DLedger mode)",
+            names,
+            registry=r,
+        )
+        self.became_master = Counter(
+            "rocketmq_broker_became_master",
+            "Times this broker took the master role after start-up (failovers and switchovers)",
+            names,
+            registry=r,
+        )
+        self.confirm_offset = Gauge(
+            "rocketmq_broker_confirm_offset",
+            "Commitlog offset every SyncStateSet member has (what consumers may read up to)",
+            names,
+            registry=r,
+        )
+        self.sync_state_set_size = Gauge(
+            "rocketmq_ha_sync_state_set_size",
+            "Members of the SyncStateSet, master included (the master exports it)",
+            names,
+            registry=r,
+        )
+        self.sync_state_set_member = Gauge(
+            "rocketmq_ha_sync_state_set_member",
+            "1 for each broker id in the SyncStateSet (the master exports it)",
+            [*names, "broker_id"],
+            registry=r,
+        )
+        self.min_in_sync_replicas = Gauge(
+            "rocketmq_broker_min_in_sync_replicas",
+            "The minInSyncReplicas setting: fewer members refuse writes",
+            names,
+            registry=r,
+        )
+        self.disk_ratio = Gauge(
+            "rocketmq_brokeruntime_commitlog_disk_ratio",
+            "Used fraction (0-1) of the file system holding the store",
+            names,
+            registry=r,
+        )
+        self.group_diff = Gauge(
+            "rocketmq_group_diff",
+            "Messages not yet consumed, per consumer group and topic (rocketmq-exporter's name)",
+            [*names, "group", "topic"],
+            registry=r,
+        )
         self.topics = Gauge("rocketmq_topic_number", "Topics on this broker", names, registry=r)
         self.connections = Gauge(
             "rocketmq_remoting_connections", "Open internal RPC connections", names, registry=r
@@ -116,3 +215,51 @@ class BrokerMetrics:
         if count:
             self.messages_out.labels(**self.labels, topic=topic).inc(count)
             self.bytes_out.labels(**self.labels, topic=topic).inc(nbytes)
+
+    def role_changed(self, was_master: bool, is_master: bool) -> None:
+        """A role listener's part: count a slave (or a starting broker) turning master."""
+        if is_master and not was_master:
+            self.became_master.labels(**self.labels).inc()
+
+    def refresh_role(self, broker_id: int, is_master: bool, master_epoch: int,
+                     min_in_sync_replicas: int, confirm_offset: int | None) -> None:
+        """Scrape-time gauges of who this broker is in its group."""
+        self.is_master.clear()  # the broker id can change (controller mode assigns it)
+        self.is_master.labels(**self.labels, broker_id=str(broker_id)).set(
+            1 if is_master else 0)
+        self.master_epoch.labels(**self.labels).set(master_epoch)
+        self.min_in_sync_replicas.labels(**self.labels).set(min_in_sync_replicas)
+        if confirm_offset is not None:
+            self.confirm_offset.labels(**self.labels).set(confirm_offset)
+
+    def refresh_replication(self, view: ReplicationView) -> None:
+        """Scrape-time gauges of the slaves and the SyncStateSet: a slave gone from the
+        view (or a master turned slave) leaves no stale series behind."""
+        self.slave_lag.clear()
+        self.slave_lag_seconds.clear()
+        self.sync_state_set_size.clear()
+        self.sync_state_set_member.clear()
+        now = self._clock()
+        for slave, lag in view.lag_bytes.items():
+            self.slave_lag.labels(**self.labels, slave=str(slave)).set(lag)
+            if view.lag_seconds is not None:
+                seconds = view.lag_seconds.get(slave, 0.0)
+            else:
+                if lag == 0 or slave not in self._caught_up_at:
+                    self._caught_up_at[slave] = now
+                seconds = now - self._caught_up_at[slave]
+            self.slave_lag_seconds.labels(**self.labels, slave=str(slave)).set(seconds)
+        for gone in set(self._caught_up_at) - set(view.lag_bytes):
+            del self._caught_up_at[gone]
+        if view.sync_state_set is not None:
+            self.sync_state_set_size.labels(**self.labels).set(len(view.sync_state_set))
+            for bid in view.sync_state_set:
+                self.sync_state_set_member.labels(**self.labels, broker_id=str(bid)).set(1)
+
+    def refresh_consumer_lag(self, lags: dict[tuple[str, str], int]) -> None:
+        """``lags`` maps (consumer group, topic) to messages not yet consumed."""
+        self.consumer_lag.clear()
+        self.group_diff.clear()
+        for (group, topic), lag in lags.items():
+            self.consumer_lag.labels(**self.labels, group=group, topic=topic).set(lag)
+            self.group_diff.labels(**self.labels, group=group, topic=topic).set(lag)

@@ -21,6 +21,7 @@ from mqcluster.broker.handlers import build_registry
 from mqcluster.broker.http_server import HttpEndpoint
 from mqcluster.broker.long_poll import ArrivalNotifier
 from mqcluster.broker.master_slave import ClassicReplication
+from mqcluster.broker.metrics import ReplicationView, ha_master_view
 from mqcluster.broker.registration import start_registrar
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.broker.store_factory import create_store
@@ -87,11 +88,16 @@ class BrokerServer:
         registry = build_registry(ctx, self.arrivals)
         if cfg.enableControllerMode:
             self.replicas = ReplicasManager(ctx, registry)
+            master = self.replicas.master
+            ctx.metrics.replication = lambda: ha_master_view(master)
         elif cfg.enableDLegerCommitLog:
             self.dledger = DLedgerReplication(ctx, registry)
         else:
             self.classic = ClassicReplication(ctx)
             ctx.ha_lag = self.classic.lag_bytes
+            ctx.metrics.replication = lambda: ReplicationView(lag_bytes=ctx.ha_lag())
+        ctx.role_listeners.append(
+            lambda old, new: ctx.metrics.role_changed(old.is_master, new.is_master))
         gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
         registry.on_connection_closed.append(lambda _conn: gauge.dec())
         self.rpc = RpcServer(cfg.bindAddress, cfg.listenPort, registry, limits=limits,

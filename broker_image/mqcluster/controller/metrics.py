@@ -7,14 +7,59 @@ term, the active controller and the most recent elections.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
 from mqcluster.common.http_errors import quiet_bad_requests
+
+if TYPE_CHECKING:
+    from mqcluster.controller.statemachine import ControllerState
+
+GROUP_LABELS = ["cluster", "broker"]
+
+
+class GroupCollector(Collector):
+    """Per broker group, read from the replicated state at each scrape (every
+    controller has it; a follower's may be a moment behind the active one's)."""
+
+    def __init__(self, state: ControllerState) -> None:
+        self.state = state
+
+    def collect(self) -> Iterator[Metric]:
+        has_master = GaugeMetricFamily(
+            "mqcontroller_group_has_master", "1 while the group has a master", labels=GROUP_LABELS)
+        master_id = GaugeMetricFamily(
+            "mqcontroller_group_master_broker_id", "Broker id of the group's master",
+            labels=GROUP_LABELS)
+        epoch = GaugeMetricFamily(
+            "mqcontroller_group_master_epoch", "The group's master epoch", labels=GROUP_LABELS)
+        size = GaugeMetricFamily(
+            "mqcontroller_sync_state_set_size", "Members of the group's SyncStateSet",
+            labels=GROUP_LABELS)
+        member = GaugeMetricFamily(
+            "mqcontroller_sync_state_set_member", "1 for each broker id in the SyncStateSet",
+            labels=[*GROUP_LABELS, "broker_id"])
+        replicas = GaugeMetricFamily(
+            "mqcontroller_group_replicas", "Broker ids registered in the group",
+            labels=GROUP_LABELS)
+        for name, info in sorted(self.state.replica_info_table.items()):
+            replicas.add_metric([info.cluster_name, name], len(info.brokers))
+        for name, sync in sorted(self.state.sync_state_set_info_table.items()):
+            labels = [sync.cluster_name, name]
+            has_master.add_metric(labels, 1 if sync.master_broker_id is not None else 0)
+            if sync.master_broker_id is not None:
+                master_id.add_metric(labels, sync.master_broker_id)
+            epoch.add_metric(labels, sync.master_epoch)
+            size.add_metric(labels, len(sync.sync_state_set))
+            for bid in sorted(sync.sync_state_set):
+                member.add_metric([*labels, str(bid)], 1)
+        yield from (has_master, master_id, epoch, size, member, replicas)
 
 
 class ControllerMetrics:
@@ -31,6 +76,13 @@ class ControllerMetrics:
             "mqcontroller_elections",
             "ElectMaster attempts by trigger and result",
             ["trigger", "result"],
+            registry=self.registry,
+        )
+        self.master_changes = Counter(
+            "mqcontroller_master_changes",
+            "Elections that gave a group another master (the first one and failovers), on the "
+            "controller that elected",
+            GROUP_LABELS,
             registry=self.registry,
         )
         self.requests = Counter(
@@ -58,6 +110,10 @@ class ControllerMetrics:
             registry=self.registry,
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
         )
+
+    def watch_state(self, state: ControllerState) -> None:
+        """Export the per-group gauges of ``state`` (read at scrape time)."""
+        self.registry.register(GroupCollector(state))
 
     def set_role(self, role: str, term: int, leader: bool) -> None:
         for r in ("LEADER", "FOLLOWER", "CANDIDATE", "LEARNER"):

@@ -140,6 +140,7 @@ class ControllerService:
         self.sm = ControllerStateMachine(self.state, on_applied=self._on_applied)
         self.heartbeats = HeartbeatTable(config.brokerHeartbeatTimeoutMills)
         self.metrics = ControllerMetrics()
+        self.metrics.watch_state(self.state)
         self.registry = HandlerRegistry()
         self.registry.on_connection_closed.append(self._on_connection_closed)
         factory = consensus_factory or _default_consensus_factory(config)
@@ -468,6 +469,9 @@ class ControllerService:
                 detected,
                 applied,
             )
+            if header.master_broker_id is not None and header.master_broker_id != old_master:
+                self.metrics.master_changes.labels(cluster=h.cluster_name,
+                                                   broker=h.broker_name).inc()
             self.recent_elections.append(record)
             self.elections_done += 1
             self._wake()

@@ -1,0 +1,110 @@
+"""The broker's role, replication, disk and consumer-lag gauges (refreshed at scrape time)."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from mqcluster.broker.metrics import BrokerMetrics, ReplicationView, ha_master_view
+from mqcluster.ha.sync_state import SyncStateView
+
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def samples(metrics: BrokerMetrics) -> dict[Key, float]:
+    text = generate_latest(metrics.registry).decode()
+    out: dict[Key, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            extra = tuple(sorted((k, v) for k, v in s.labels.items()
+                                 if k not in ("cluster", "broker")))
+            out[(s.name, extra)] = s.value
+    return out
+
+
+def named(metrics: BrokerMetrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {labels: v for (n, labels), v in samples(metrics).items() if n == name}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_role_gauges_follow_the_broker_id_and_role() -> None:
+    m = BrokerMetrics("c", "g")
+    m.refresh_role(0, True, 3, 2, 4096)
+    assert named(m, "rocketmq_broker_is_master") == {(("broker_id", "0"),): 1}
+    assert named(m, "rocketmq_broker_master_epoch") == {(): 3}
+    assert named(m, "rocketmq_broker_min_in_sync_replicas") == {(): 2}
+    assert named(m, "rocketmq_broker_confirm_offset") == {(): 4096}
+    # the controller assigned another id and the broker is a slave now: one series only
+    m.refresh_role(2, False, 4, 2, None)
+    assert named(m, "rocketmq_broker_is_master") == {(("broker_id", "2"),): 0}
+    assert named(m, "rocketmq_broker_master_epoch") == {(): 4}
+
+
+def test_becoming_master_is_counted_once_per_change() -> None:
+    m = BrokerMetrics("c", "g")
+    m.role_changed(False, True)
+    m.role_changed(True, True)  # an epoch change while master: not a failover
+    m.role_changed(True, False)
+    m.role_changed(False, True)
+    assert named(m, "rocketmq_broker_became_master_total") == {(): 2}
+
+
+def test_controller_mode_view_exports_set_lag_and_seconds_then_clears_on_slave() -> None:
+    view = SyncStateView(master_id=1, members={1, 2}, epoch=1, master_max=1000)
+    view.connected(2, False, now_ms=5_000)
+    view.connected(3, False, now_ms=5_000)
+    view.acked(2, 1000, now_ms=6_000)  # caught up at 6 s
+    view.acked(3, 400, now_ms=6_000)   # behind since it connected at 5 s
+
+    class Master:
+        def __init__(self, v: SyncStateView | None) -> None:
+            self.view = v
+
+        def now_ms(self) -> int:
+            return 9_500
+
+    m = BrokerMetrics("c", "g")
+    m.refresh_replication(ha_master_view(Master(view)))  # type: ignore[arg-type]
+    assert named(m, "rocketmq_ha_sync_state_set_size") == {(): 2}
+    assert named(m, "rocketmq_ha_sync_state_set_member") == {
+        (("broker_id", "1"),): 1, (("broker_id", "2"),): 1}
+    assert named(m, "rocketmq_ha_slave_lag_bytes") == {
+        (("slave", "2"),): 0, (("slave", "3"),): 600}
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {
+        (("slave", "2"),): 0.0, (("slave", "3"),): 4.5}
+    # demoted: nothing of the old view remains
+    m.refresh_replication(ha_master_view(Master(None)))  # type: ignore[arg-type]
+    for name in ("rocketmq_ha_sync_state_set_size", "rocketmq_ha_sync_state_set_member",
+                 "rocketmq_ha_slave_lag_bytes", "rocketmq_ha_slave_lag_seconds"):
+        assert named(m, name) == {}, name
+
+
+def test_lag_seconds_without_a_tracked_time_count_from_the_last_scrape_at_zero() -> None:
+    clock = Clock()
+    m = BrokerMetrics("c", "g", clock=clock)
+    m.refresh_replication(ReplicationView(lag_bytes={1: 0}))
+    clock.now += 5
+    m.refresh_replication(ReplicationView(lag_bytes={1: 300}))
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "1"),): 5.0}
+    clock.now += 2
+    m.refresh_replication(ReplicationView(lag_bytes={1: 100}))
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "1"),): 7.0}
+    m.refresh_replication(ReplicationView(lag_bytes={1: 0}))
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "1"),): 0.0}
+    assert named(m, "rocketmq_ha_sync_state_set_size") == {}  # not controller mode
+
+
+def test_consumer_lag_is_exported_under_both_names_and_dropped_groups_vanish() -> None:
+    m = BrokerMetrics("c", "g")
+    m.refresh_consumer_lag({("cg", "T"): 7, ("old", "T"): 1})
+    m.refresh_consumer_lag({("cg", "T"): 5})
+    want = {(("group", "cg"), ("topic", "T")): 5}
+    assert named(m, "rocketmq_consumer_lag_messages") == want
+    assert named(m, "rocketmq_group_diff") == want
