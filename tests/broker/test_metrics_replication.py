@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mqcluster.broker.metrics import BrokerMetrics, ReplicationView, ha_master_view
 from mqcluster.ha.sync_state import SyncStateView
+from mqcluster.store import FlushDiskType, MessageStore, StoreConfig
+from mqcluster.store.message import MessageRecord
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -108,3 +112,21 @@ def test_consumer_lag_is_exported_under_both_names_and_dropped_groups_vanish() -
     want = {(("group", "cg"), ("topic", "T")): 5}
     assert named(m, "rocketmq_consumer_lag_messages") == want
     assert named(m, "rocketmq_group_diff") == want
+
+
+async def test_every_commitlog_fsync_round_is_timed(tmp_path: Path) -> None:
+    store = MessageStore(StoreConfig(storePathRootDir=str(tmp_path),
+                                     flushDiskType=FlushDiskType.SYNC_FLUSH))
+    m = BrokerMetrics("c", "g")
+    store.observe_flushes(m.flush_latency.labels(**m.labels).observe)
+    await store.start()
+    try:
+        for i in range(3):
+            result = await store.put_message(MessageRecord("T", 0, f"m{i}".encode()))
+            assert result.ok
+        rounds = store.flush_rounds
+    finally:
+        await store.shutdown()
+    assert rounds >= 1
+    # the shutdown flushes nothing more: everything was on disk already
+    assert named(m, "rocketmq_store_flush_seconds_count") == {(): rounds}

@@ -29,6 +29,8 @@ PUT_LATENCY_BUCKETS = (
     2.5,
 )
 
+FLUSH_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
 
 @dataclass(frozen=True)
 class ReplicationView:
@@ -96,6 +98,13 @@ class BrokerMetrics:
         )
         self._put_latency = self.put_latency.labels(**self.labels)
         self._put_children: dict[str, tuple[Counter, Counter]] = {}
+        self.flush_latency = Histogram(
+            "rocketmq_store_flush_seconds",
+            "Duration of one commitlog fsync round (one round serves every waiting producer)",
+            names,
+            buckets=FLUSH_BUCKETS,
+            registry=r,
+        )
         self.put_errors = Counter(
             "rocketmq_put_errors", "Rejected or failed sends", [*names, "status"], registry=r
         )

@@ -98,6 +98,7 @@ class BrokerServer:
             ctx.metrics.replication = lambda: ReplicationView(lag_bytes=ctx.ha_lag())
         ctx.role_listeners.append(
             lambda old, new: ctx.metrics.role_changed(old.is_master, new.is_master))
+        store.observe_flushes(ctx.metrics.flush_latency.labels(**ctx.metrics.labels).observe)
         gauge = ctx.metrics.connections.labels(**ctx.metrics.labels)
         registry.on_connection_closed.append(lambda _conn: gauge.dec())
         self.rpc = RpcServer(cfg.bindAddress, cfg.listenPort, registry, limits=limits,

@@ -132,6 +132,7 @@ class MessageStore:
         self._flush_pool: ThreadPoolExecutor | None = None
         self._io_pool: ThreadPoolExecutor | None = None
         self._flusher: GroupCommitFlusher | None = None
+        self._flush_observer: Callable[[float], None] | None = None
         self._maintenance: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -216,6 +217,7 @@ class MessageStore:
         self._flusher = GroupCommitFlusher(
             self._commitlog, self._flush_pool, cfg.flushDiskType is FlushDiskType.SYNC_FLUSH,
             cfg.flushIntervalCommitLog / 1000)
+        self._flusher.observe = self._flush_observer
         self._flusher.start()
         self._maintenance = asyncio.Lock()
         loop = asyncio.get_running_loop()
@@ -547,6 +549,12 @@ class MessageStore:
     @property
     def flushed_offset(self) -> int:
         return self._commitlog.flushed_offset
+
+    def observe_flushes(self, observe: Callable[[float], None]) -> None:
+        """``observe(seconds)`` after every commitlog fsync round (for the metrics)."""
+        self._flush_observer = observe
+        if self._flusher is not None:
+            self._flusher.observe = observe
 
     @property
     def flush_rounds(self) -> int:
