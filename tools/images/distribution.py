@@ -11,8 +11,9 @@ commands import (run at build time by the Dockerfiles, standard library only):
 
     python3 distribution.py IMAGE PYPROJECT OUT_DIR
 
-writes OUT_DIR/pyproject.toml and OUT_DIR/no-deps.txt (requirements to install with
-``--no-deps``, before the distribution).
+writes OUT_DIR/pyproject.toml, OUT_DIR/requirements.txt (the distribution's dependencies,
+installed in a layer of their own that source changes leave cached) and OUT_DIR/no-deps.txt
+(requirements to install with ``--no-deps``).
 """
 
 from __future__ import annotations
@@ -124,6 +125,9 @@ def main(argv: list[str]) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "pyproject.toml").write_text(text)
+    (out / "requirements.txt").write_text(
+        "".join(f"{r}\n" for r in tomllib.loads(text)["project"]["dependencies"])
+    )
     (out / "no-deps.txt").write_text("".join(f"{r}\n" for r in no_deps))
     return 0
 
