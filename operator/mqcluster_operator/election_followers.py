@@ -303,6 +303,8 @@ class BrokerGroupFollower:
             await self.migrate(body, ref, spec, status, pods, Election(None))
             return
         status = await self.follow(body, ref, status, latest, pods, now)
+        if sub.changed.is_set():
+            return  # a newer election waits: follow it first, the rest in the next round
         if await self.migrate(body, ref, spec, status, pods, latest):
             return
         # Each part below starts from what the parts before it wrote.

@@ -8,8 +8,8 @@ latest answer per name and wakes the subscribers whose answer changed. On
 errors it backs off exponentially up to ``max_backoff``; with no subscribers
 left it stops and closes its probe. ``hurry`` (a pod of a group changed readiness, the
 operator asked for a handover) polls at once and then every ``fast_interval`` for a
-few seconds: the brokers' health endpoints, polled every 2 s otherwise, are read as
-often as the controllers while an election may be under way.
+few seconds: the brokers' health endpoints, polled every 2 s otherwise, are read every
+50 ms while an election may be under way.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ Latest = Election | ProbeError | None
 HURRY_SECONDS = 5.0
 """How long a poller polls at its fast interval after ``hurry``: a DLedger election
 takes a few hundred milliseconds, a restarted pod a few seconds to rejoin."""
+HEALTH_HURRY_INTERVAL = 0.05
+"""The fast interval of a group's health endpoints (a few local GETs, only while hurried);
+controllers keep their own interval, which is already short."""
 
 
 class Subscription:
@@ -192,9 +195,11 @@ class ElectionHub:
         poller = self.pollers.get(target)
         if poller is None:
             interval = self.interval if target.controller_addrs else self.health_interval
+            fast = self.interval if target.controller_addrs \
+                else min(self.interval, HEALTH_HURRY_INTERVAL)
             poller = SharedPoller(self.factory(target), interval, self.max_backoff,
                                   on_idle=functools.partial(self._forget, target),
-                                  fast_interval=self.interval)
+                                  fast_interval=fast)
             self.pollers[target] = poller
         return poller.subscribe(broker_name)
 

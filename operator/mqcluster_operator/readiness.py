@@ -132,13 +132,14 @@ class Refresher:
         view = {**body, "status": status}
         computed = reconcile.readiness(view, sts, self.clock(), kind == "BrokerGroup", pods)
         own = conditions.RECONCILER.own(computed.pop("conditions"))
-        if differs(own, conditions.RECONCILER.own(status.get("conditions") or [])):
-            await self.api.write_status(ref, {"conditions": own}, conditions.RECONCILER)
-            self.memory[uid] = own
-            self.writes += 1
+        # phase and readyReplicas first: whoever sees the new Ready sees them too
         rest = {k: v for k, v in computed.items() if v != status.get(k)}
         if rest:
             await self.api.patch(ref, {"status": rest}, "status")
+            self.writes += 1
+        if differs(own, conditions.RECONCILER.own(status.get("conditions") or [])):
+            await self.api.write_status(ref, {"conditions": own}, conditions.RECONCILER)
+            self.memory[uid] = own
             self.writes += 1
 
 

@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+# The real control plane's test support (tests/operator/realplane: fixtures, node agent).
+pytest.importorskip("tests.operator.realplane.controlplane",
+                    reason="tests/operator/realplane is not in this checkout")
 from .chart_tools import CHART, kinds
 from .realplane.controlplane import Kube
 
