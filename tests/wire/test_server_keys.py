@@ -20,7 +20,7 @@ def test_defaults_are_rocketmqs_where_it_has_them(model: type[NamesrvConfig]) ->
     limits = build_config(model, {}).server_limits()
     assert limits == ServerLimits(max_frame_size=16 * MIB, max_connections=4096,
                                   max_partial_bytes=24 * MIB, idle_seconds=120.0,
-                                  frame_deadline_seconds=30.0)
+                                  frame_deadline_seconds=30.0, listen_backlog=1024)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -28,10 +28,10 @@ def test_keys_set_the_limits(model: type[NamesrvConfig]) -> None:
     cfg = build_config(model, {
         "serverFrameMaxLength": "65536", "serverMaxConnections": "10",
         "serverPartialFramesMaxBytes": "1048576", "serverChannelMaxIdleTimeSeconds": "0",
-        "serverFrameReadTimeoutSeconds": "5"})
+        "serverFrameReadTimeoutSeconds": "5", "serverSocketBacklog": "64"})
     assert cfg.server_limits() == ServerLimits(
         max_frame_size=65536, max_connections=10, max_partial_bytes=1 << 20,
-        idle_seconds=0.0, frame_deadline_seconds=5.0)
+        idle_seconds=0.0, frame_deadline_seconds=5.0, listen_backlog=64)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -43,6 +43,7 @@ def test_keys_set_the_limits(model: type[NamesrvConfig]) -> None:
     ("serverPartialFramesMaxBytes", "-1"),
     ("serverChannelMaxIdleTimeSeconds", "-5"),
     ("serverFrameReadTimeoutSeconds", "1.5s"),
+    ("serverSocketBacklog", "0"),
 ])
 def test_a_bad_value_names_its_key(model: type[NamesrvConfig], key: str, value: str) -> None:
     with pytest.raises(ConfigError, match=f"key '{key}' \\('{value}'\\)"):

@@ -19,6 +19,7 @@ from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
 FRAME_PREFIX = 4
 """Bytes of a frame's length prefix: a frame is its length plus these."""
 DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_LISTEN_BACKLOG = 1024  # RocketMQ's serverSocketBacklog
 DEFAULT_MAX_PARTIAL_BYTES = 24 * 1024 * 1024
 DEFAULT_IDLE_SECONDS = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
 DEFAULT_FRAME_DEADLINE_SECONDS = 30.0
@@ -39,9 +40,13 @@ class ServerLimits:
     """A connection that sends nothing and has no request being served is closed."""
     frame_deadline_seconds: float = DEFAULT_FRAME_DEADLINE_SECONDS
     """A frame must arrive whole within this many seconds of its first byte."""
+    listen_backlog: int = DEFAULT_LISTEN_BACKLOG
+    """Connections the kernel queues for accepting. (asyncio's own 100 is small: a burst
+    of connections past it has its handshakes dropped and retried for up to a minute.)"""
 
     def __post_init__(self) -> None:
-        for name in ("max_frame_size", "max_connections", "max_partial_bytes"):
+        for name in ("max_frame_size", "max_connections", "max_partial_bytes",
+                     "listen_backlog"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("idle_seconds", "frame_deadline_seconds"):

@@ -64,8 +64,6 @@ BatchHandler = Callable[[list[RemotingCommand], "Connection"], Awaitable[list[An
 
 READ_SIZE = 1 << 20  # bytes asked of the stream per read; big frames arrive in few reads
 STREAM_LIMIT = 1 << 20  # StreamReader buffer limit (it pauses the socket at twice this)
-LISTEN_BACKLOG = 1024  # RocketMQ's serverSocketBacklog; asyncio's own is 100, and a burst of
-# connections past the backlog has its handshakes dropped and retried for up to a minute
 
 
 class RpcError(Exception):
@@ -436,7 +434,6 @@ class RpcServer:
         clock: Callable[[], float] = time.monotonic,
         sweep_interval: float = 1.0,
         on_accept: Callable[[Connection], None] | None = None,
-        backlog: int = LISTEN_BACKLOG,
     ) -> None:
         self.host, self.port = host, port
         self.registry = registry
@@ -448,6 +445,7 @@ class RpcServer:
                 max_partial_bytes=max(limits.max_partial_bytes, max_frame_size + FRAME_PREFIX),
                 idle_seconds=limits.idle_seconds,
                 frame_deadline_seconds=limits.frame_deadline_seconds,
+                listen_backlog=limits.listen_backlog,
             )
         self.limits = limits
         self.max_frame_size = limits.max_frame_size
@@ -457,7 +455,6 @@ class RpcServer:
         self.sweep_interval = sweep_interval
         self.closing_log = RateLimitedLog(log, clock=clock)
         self.on_accept = on_accept
-        self.backlog = backlog
         """Called with each connection admitted (not with those refused)."""
         self.connections: set[Connection] = set()
         self.refused = 0
@@ -476,7 +473,7 @@ class RpcServer:
             return asyncio.StreamReaderProtocol(reader, self._accept)
 
         self._server = await loop.create_server(protocol, self.host, self.port,
-                                                backlog=self.backlog)
+                                                backlog=self.limits.listen_backlog)
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         if self.limits.idle_seconds or self.limits.frame_deadline_seconds:

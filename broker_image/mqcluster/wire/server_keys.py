@@ -15,6 +15,8 @@ serverChannelMaxIdleTimeSeconds    120        a connection with nothing read and
                                               0: never
 serverFrameReadTimeoutSeconds      30         a frame must arrive whole within this many
                                               seconds of its first byte; 0: no deadline
+serverSocketBacklog                1024       connections the kernel queues for accepting
+                                              (RocketMQ's key)
 =================================  =========  ==============================================
 """
 
@@ -27,6 +29,7 @@ from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from mqcluster.wire.limits import (
     DEFAULT_FRAME_DEADLINE_SECONDS,
     DEFAULT_IDLE_SECONDS,
+    DEFAULT_LISTEN_BACKLOG,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_PARTIAL_BYTES,
     FRAME_PREFIX,
@@ -48,6 +51,7 @@ class ServerLimitKeys(RocketConfig):
     serverChannelMaxIdleTimeSeconds: int = Field(default=int(DEFAULT_IDLE_SECONDS), ge=0)
     serverFrameReadTimeoutSeconds: int = Field(
         default=int(DEFAULT_FRAME_DEADLINE_SECONDS), ge=0)
+    serverSocketBacklog: int = Field(default=DEFAULT_LISTEN_BACKLOG, ge=1, le=65535)
 
     def default_frame_max_length(self) -> int:
         return DEFAULT_MAX_FRAME_SIZE
@@ -70,6 +74,7 @@ class ServerLimitKeys(RocketConfig):
             max_partial_bytes=self.partial_frames_max_bytes,
             idle_seconds=float(self.serverChannelMaxIdleTimeSeconds),
             frame_deadline_seconds=float(self.serverFrameReadTimeoutSeconds),
+            listen_backlog=self.serverSocketBacklog,
         )
 
     @model_validator(mode="after")
