@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import time
@@ -439,14 +440,9 @@ class RpcServer:
         self.registry = registry
         limits = limits or process_limits()
         if max_frame_size is not None:
-            limits = ServerLimits(
-                max_frame_size=max_frame_size,
-                max_connections=limits.max_connections,
-                max_partial_bytes=max(limits.max_partial_bytes, max_frame_size + FRAME_PREFIX),
-                idle_seconds=limits.idle_seconds,
-                frame_deadline_seconds=limits.frame_deadline_seconds,
-                listen_backlog=limits.listen_backlog,
-            )
+            limits = dataclasses.replace(
+                limits, max_frame_size=max_frame_size,
+                max_partial_bytes=max(limits.max_partial_bytes, max_frame_size + FRAME_PREFIX))
         self.limits = limits
         self.max_frame_size = limits.max_frame_size
         self.max_in_flight = max_in_flight
