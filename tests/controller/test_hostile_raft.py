@@ -162,7 +162,7 @@ def test_hardstate_out_of_range_stops_start_with_one_line(tmp_path: Path) -> Non
     (store / "hardstate").write_bytes(encode_hard_state(HardState(term=2**64, voted_for="n1")))
     try:
         p = c.start("n0")
-        assert p.wait(timeout=30) == 1
+        assert p.wait(timeout=90) == 1
     finally:
         c.kill_all()
     out = c.logs()

@@ -130,7 +130,7 @@ def test_a_hardstate_out_of_range_stops_the_broker_with_one_line(
     conf = tmp_path / "broker.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     p = procs.python("-m", "mqcluster.broker.main", "-c", str(conf), name="broker")
-    assert p.wait(timeout=60) == 1
+    assert p.wait(timeout=90) == 1
     out = procs.output(p)
     assert f"corrupt file {raft_dir / 'hardstate'}: term: {2**64} is out of range" in out, out
     assert "Traceback" not in out
