@@ -164,7 +164,7 @@ async def test_partial_frames_past_the_server_budget_close_the_connection_that_o
 
 
 async def test_a_partial_frame_past_its_deadline_is_closed_and_a_whole_one_is_not(
-        clock: FakeClock, client: RpcClient) -> None:
+        clock: FakeClock, client: RpcClient, caplog: pytest.LogCaptureFixture) -> None:
     server = await serve(ServerLimits(frame_deadline_seconds=30, idle_seconds=0), clock)
     try:
         slow_r, slow_w = await asyncio.open_connection("127.0.0.1", server.port)
@@ -179,6 +179,7 @@ async def test_a_partial_frame_past_its_deadline_is_closed_and_a_whole_one_is_no
         clock.now += 1
         assert server.sweep() == 1
         assert await closed_by_server(slow_r)
+        assert "frame not whole 30 s after its first byte (20 bytes arrived" in caplog.text
         assert server.budget.used == 0
         await echo_ok(client, server)  # the other connection: never partial, kept
         assert len(server.connections) == 1
@@ -208,7 +209,8 @@ async def test_the_deadline_restarts_with_each_frame_that_completes(clock: FakeC
 
 
 async def test_idle_connections_are_closed_and_busy_ones_kept(
-        clock: FakeClock, client: RpcClient) -> None:
+        clock: FakeClock, client: RpcClient, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mqcluster.wire.rpc")
     server = await serve(ServerLimits(idle_seconds=120, frame_deadline_seconds=0), clock)
     try:
         idle_r, idle_w = await asyncio.open_connection("127.0.0.1", server.port)
@@ -224,6 +226,8 @@ async def test_idle_connections_are_closed_and_busy_ones_kept(
         clock.now += 1
         assert server.sweep() == 1
         assert await closed_by_server(idle_r)
+        [line] = [r for r in caplog.records if "idle for 120 s (limit 120 s)" in r.message]
+        assert line.levelno == logging.INFO  # routine, not a warning
         assert not hung.done()
         clock.now += 118
         assert server.sweep() == 0

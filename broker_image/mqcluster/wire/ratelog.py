@@ -21,6 +21,9 @@ class RateLimitedLog:
         self._suppressed: dict[str, int] = {}
 
     def warning(self, kind: str, msg: str, *args: object) -> bool:
+        return self.log(logging.WARNING, kind, msg, *args)
+
+    def log(self, level: int, kind: str, msg: str, *args: object) -> bool:
         """Log ``msg % args`` unless a ``kind`` line went out less than ``interval`` ago;
         True if it was logged."""
         now = self.clock()
@@ -31,8 +34,8 @@ class RateLimitedLog:
         self._last[kind] = now
         skipped = self._suppressed.pop(kind, 0)
         if skipped:
-            self.logger.warning(msg + " (and %d more like it since the last such line)",
-                                *args, skipped)
+            self.logger.log(level, msg + " (and %d more like it since the last such line)",
+                            *args, skipped)
         else:
-            self.logger.warning(msg, *args)
+            self.logger.log(level, msg, *args)
         return True

@@ -254,34 +254,36 @@ class Connection:
         finally:
             self._shutdown()
 
-    def _close_for(self, kind: str, reason: str) -> None:
+    def _close_for(self, kind: str, reason: str, level: int = logging.WARNING) -> None:
         self.close_reason = reason
-        self._closing_log.warning(kind, "closing connection from %s: %s", self.peer, reason)
+        self._closing_log.log(level, kind, "closing connection from %s: %s", self.peer, reason)
 
     def expired(self, now: float, idle_seconds: float,
-                frame_deadline_seconds: float) -> str | None:
-        """Why this server connection is past its time at ``now``, or None: a partial
-        frame older than the deadline, or nothing arrived and nothing served for too
-        long. (A client's connection, unmetered, is never past its time.)"""
+                frame_deadline_seconds: float) -> tuple[str, str] | None:
+        """Whether this server connection is past its time at ``now``: ``("deadline",
+        why)`` for a partial frame older than the deadline, ``("idle", why)`` if nothing
+        arrived and nothing was served for too long, else None. (A client's connection,
+        unmetered, is never past its time.)"""
         metered = self._metered
         if metered is None:
             return None
         since = metered.partial_since
         if frame_deadline_seconds and since is not None \
                 and now - since >= frame_deadline_seconds:
-            return (f"frame not whole {now - since:.0f} s after its first byte "
-                    f"({metered.held} bytes arrived; limit {frame_deadline_seconds:g} s)")
+            return "deadline", (
+                f"frame not whole {now - since:.0f} s after its first byte "
+                f"({metered.held} bytes arrived; limit {frame_deadline_seconds:g} s)")
         last = metered.last_fed
         if idle_seconds and not self._serving and not self._pending \
                 and now - last >= idle_seconds:
-            return f"idle for {now - last:.0f} s (limit {idle_seconds:g} s)"
+            return "idle", f"idle for {now - last:.0f} s (limit {idle_seconds:g} s)"
         return None
 
-    def abort(self, kind: str, reason: str) -> None:
+    def abort(self, kind: str, reason: str, level: int = logging.WARNING) -> None:
         """Close at once, dropping what is buffered either way (a limit was passed)."""
         if self.closed:
             return
-        self._close_for(kind, reason)
+        self._close_for(kind, reason, level)
         self._reader_task.cancel()
         with contextlib.suppress(Exception):
             self.writer.transport.abort()
@@ -505,9 +507,11 @@ class RpcServer:
         idle, deadline = self.limits.idle_seconds, self.limits.frame_deadline_seconds
         closed = 0
         for conn in list(self.connections):
-            reason = conn.expired(now, idle, deadline)
-            if reason is not None:
-                conn.abort("expired", reason)
+            expired = conn.expired(now, idle, deadline)
+            if expired is not None:
+                kind, reason = expired
+                # (an idle peer is routine, as RocketMQ's idle closes are: not a warning)
+                conn.abort(kind, reason, logging.INFO if kind == "idle" else logging.WARNING)
                 closed += 1
         return closed
 
