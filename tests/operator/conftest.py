@@ -31,3 +31,16 @@ def helm() -> Path:
     from .chart_tools import helm_binary
 
     return helm_binary()
+
+
+# The real control plane (../shared/kube): kube, kube_api, kube_crds, kube_namespace,
+# node_agent; see tests/operator/realplane/__init__.py.
+from .realplane.fixtures import (  # noqa: E402
+    kube,
+    kube_api,
+    kube_crds,
+    kube_namespace,
+    node_agent,
+)
+
+__all__ = ["kube", "kube_api", "kube_crds", "kube_namespace", "node_agent"]

@@ -27,7 +27,7 @@ from tests.broker.procs import Proc
 MODULES = {"mqbroker": "mqcluster.broker.main", "mqnamesrv": "mqcluster.namesrv.main",
            "mqcontroller": "mqcluster.controller.main"}
 BOOT_MARKERS = {"mqbroker": "boot success", "mqnamesrv": "boot success",
-                "mqcontroller": "controller started"}
+                "mqcontroller": " started on "}  # "mqcontroller n0 started on <addr>"
 
 
 def ip_prefix() -> str:
