@@ -510,7 +510,7 @@ class DLedgerReplication:
             try:
                 resp = await self.rpc.invoke(raft_addr, RemotingCommand.request(
                     BROKER_ADDRESSES), 1.0)
-                addrs = json.loads(resp.body or b"{}")
+                addrs = _addresses_answer(resp.body)
                 self.ctx.set_role(ReplicaRole(self.follower_id, False, addrs.get("broker"),
                                               addrs.get("grpc"), term))
                 return
@@ -528,10 +528,10 @@ class DLedgerReplication:
                 try:
                     resp = await self.rpc.invoke(addr, RemotingCommand.request(
                         BROKER_ADDRESSES), 1.0)
-                    answer = json.loads(resp.body or b"{}")
+                    answer = _addresses_answer(resp.body)
                 except (RpcError, OSError, ValueError):
                     continue
-                if int(answer.get("entryVersion", 2)) >= BUILT_VERSION:
+                if answer.get("entryVersion", 2) >= BUILT_VERSION:
                     del pending[peer]
             if pending:
                 await asyncio.sleep(0.2)
@@ -561,6 +561,24 @@ class DLedgerReplication:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 remark=f"not the DLedger leader (leader: {exc.leader_id})")
         return cmd.response(remark=f"transferring leadership to {target}")
+
+
+def _addresses_answer(body: bytes) -> dict[str, Any]:
+    """A peer's answer to BROKER_ADDRESSES: ``broker``/``grpc`` strings (or absent) and
+    ``entryVersion`` an int; ValueError for anything else."""
+    try:
+        doc = json.loads(body or b"{}")
+    except RecursionError:
+        raise ValueError("BROKER_ADDRESSES answer nested too deep") from None
+    if not isinstance(doc, dict):
+        raise ValueError("BROKER_ADDRESSES answer is not a JSON object")
+    for key in ("broker", "grpc"):
+        if doc.get(key) is not None and (not isinstance(doc[key], str) or len(doc[key]) > 255):
+            raise ValueError(f"BROKER_ADDRESSES answer: {key} is not an address")
+    version = doc.get("entryVersion", 2)
+    if type(version) is not int:
+        raise ValueError("BROKER_ADDRESSES answer: entryVersion is not an integer")
+    return doc
 
 
 def _refusal(exc: BaseException) -> BatchPutResult:
