@@ -22,30 +22,47 @@ class Verdict:
     reordered: list[str] = field(default_factory=list)
     unconsumed: list[str] = field(default_factory=list)
     replicas_identical: bool = False
+    unreadable: list[str] = field(default_factory=list)
+    """What a check could not read (a history line in the middle of a file that is not
+    an event, no producer history at all): the verdict cannot hold then."""
     replicas_detail: str = ""
     max_unavailable_ms: int = 0
 
     @property
     def ok(self) -> bool:
         return (not self.lost and not self.duplicated and not self.reordered
-                and not self.unconsumed and self.replicas_identical)
+                and not self.unconsumed and self.replicas_identical and not self.unreadable)
 
 
-def read_events(paths: list[Path]) -> list[dict[str, Any]]:
+def read_events(paths: list[Path], unreadable: list[str] | None = None
+                ) -> list[dict[str, Any]]:
+    """Every event of the histories, in the order each was written. Only a file's last
+    line may be cut short (its writer killed); any other line that is not an event, and
+    a history that is missing, go to ``unreadable``."""
     events = []
     for path in paths:
-        for line in path.read_text().splitlines():
+        if not path.exists():
+            if unreadable is not None:
+                unreadable.append(f"{path.name}: missing")
+            continue
+        lines = path.read_text().splitlines()
+        for n, line in enumerate(lines, 1):
             try:
-                events.append(json.loads(line))
+                event = json.loads(line)
+                if not isinstance(event, dict) or "event" not in event or "key" not in event:
+                    raise ValueError("not a history event")
+                events.append(event)
             except ValueError:
-                continue  # a line cut short by a killed writer
+                if n < len(lines) and unreadable is not None:
+                    unreadable.append(f"{path.name} line {n}: {line[:80]!r}")
     return events
 
 
 def check(cluster: ChaosCluster, master: int, histories: list[Path]) -> Verdict:
     """``master``: the replica whose store is the reference (the final master); the
     brokers must be stopped."""
-    events = read_events(histories)
+    unreadable: list[str] = []
+    events = read_events(histories, unreadable)
     acks = [e for e in events if e["event"] == "ack"]
     acked = [e["key"] for e in acks]
     copies = []
@@ -55,7 +72,8 @@ def check(cluster: ChaosCluster, master: int, histories: list[Path]) -> Verdict:
         copies.append(rules.StoredCopy(key, m.uniq_key, m.topic, m.queue_id,
                                        cluster.position(m), cluster.message_group(m),
                                        parsed[1] if parsed else None))
-    duplicated, retried = rules.classify_copies(copies)
+    attempts = rules.send_attempts((e["event"], e["key"]) for e in events)
+    duplicated, retried = rules.classify_copies(copies, attempts)
     receipts = [rules.Receipt(e["group"], e["message_group"], e["key"], e["seq"])
                 for e in events if e["event"] == "receive" and e.get("message_group")]
     reordered = rules.store_reordered(copies, acked)
@@ -68,6 +86,6 @@ def check(cluster: ChaosCluster, master: int, histories: list[Path]) -> Verdict:
         lost=rules.lost(acked, (c.key for c in copies)),
         duplicated=duplicated, retried=retried, reordered=reordered,
         unconsumed=sorted(set(acked) - received),
-        replicas_identical=same, replicas_detail=detail,
+        replicas_identical=same, replicas_detail=detail, unreadable=unreadable,
         max_unavailable_ms=rules.max_unavailable_ms([e["time_ms"] for e in acks]),
     )

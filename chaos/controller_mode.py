@@ -92,9 +92,12 @@ class ControllerCluster(ChaosCluster):
 
     def replicas_identical(self) -> tuple[bool, str]:
         logs = self.commitlogs()
-        confirms = [stores.confirm_offset(self.store_dir(i)) or 0
-                    for i in range(len(self.brokers))]
-        confirm = max(confirms)
+        confirms = [stores.confirm_offset(self.store_dir(i)) for i in range(len(self.brokers))]
+        unread = [f"b{i}" for i, c in enumerate(confirms) if c is None]
+        if unread:  # nothing to hold the commitlogs to: the check cannot pass
+            return False, (f"confirmOffset of {', '.join(unread)} cannot be read from the "
+                           f"checkpoint (missing, or never set)")
+        confirm = max(c for c in confirms if c is not None)
         shortest = min(len(c) for c in logs)
         if shortest < confirm:
             return False, f"a replica ends at {shortest}, below confirmOffset {confirm}"

@@ -6,7 +6,10 @@
 
 The producer sends FIFO messages round-robin over ``--message-groups`` groups with the
 official RocketMQ 5 client, one at a time; the key ``<client>-<group>-<seq>`` is also
-the body, so stores and receipts map back to a send. SIGTERM ends either cleanly.
+the body, so stores and receipts map back to a send. Every attempt the client makes at
+a message, its own retries included, writes a ``send`` event (with ``attempt`` and the
+message id), so the checker can tell a client's retry stored twice from a store
+duplicate. SIGTERM ends either cleanly.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 from rocketmq import (
     ClientConfiguration,
@@ -45,8 +49,32 @@ def config(endpoints: str) -> ClientConfiguration:
     return ClientConfiguration(endpoints, Credentials(), request_timeout=3)
 
 
+SEND_ATTEMPT = "_Producer__send"
+"""The official producer's method that makes one attempt (it calls itself again for a
+retry, through the instance): wrapped to write a ``send`` event for each attempt."""
+
+
+def record_attempts(p: Producer, out: HistoryWriter, current: dict[str, Any]) -> None:
+    """Write a ``send`` event for the message ``current`` describes (its ``key`` and the
+    other fields of its events) before every attempt ``p`` makes at it."""
+    attempt_once = getattr(p, SEND_ATTEMPT, None)
+    if attempt_once is None:
+        raise RuntimeError(f"rocketmq.Producer has no {SEND_ATTEMPT}: the history could not "
+                           f"show the client's retries; update chaos.workload")
+
+    def attempt(message: Message, topic_queue: object, attempt: int = 1) -> object:
+        fields = {k: v for k, v in current.items() if k != "key"}
+        out.write("send", current["key"], **fields, attempt=attempt,
+                  msg_id=message.message_id)
+        return attempt_once(message, topic_queue, attempt)
+
+    setattr(p, SEND_ATTEMPT, attempt)
+
+
 def produce(a: argparse.Namespace, stop: threading.Event, out: HistoryWriter) -> None:
     p = Producer(config(a.endpoints), (a.topic,))
+    current: dict[str, Any] = {}
+    record_attempts(p, out, current)
     p.startup()
     seqs = [0] * a.message_groups
     try:
@@ -60,7 +88,8 @@ def produce(a: argparse.Namespace, stop: threading.Event, out: HistoryWriter) ->
             seqs[g] += 1
             m = Message()
             m.topic, m.body, m.keys, m.message_group = a.topic, key.encode(), key, group
-            out.write("send", key, **fields)
+            current.clear()
+            current.update(fields, key=key)
             try:
                 receipt = p.send(m)
             except Exception as exc:  # the client gave up: the history says so

@@ -154,10 +154,14 @@ def lag(spark: SparkSession, replicas: list[tuple[str, Path]]) -> JobResult:
 
 
 def _classify(item: tuple[str, Iterable[Row]]) -> Iterator[tuple[str, str, int]]:
+    """One key's copies, each row carrying the key's ``send``/``ack`` history."""
     key, rows = item
+    rows = list(rows)
     copies = [rules.StoredCopy(key, r["msg_id"], r["topic"], r["queue_id"],
                                str(r["queue_offset"])) for r in rows]
-    duplicated, retried = rules.classify_copies(copies)
+    history = sorted(rows[0]["history"] or [], key=lambda h: (h["time_ms"], h["line"]))
+    attempts = rules.send_attempts((h["event"], key) for h in history)
+    duplicated, retried = rules.classify_copies(copies, attempts)
     for k in duplicated:
         yield k, "duplicated", len(copies)
     for k in retried:
@@ -182,8 +186,9 @@ def history(spark: SparkSession, paths: list[Path], replicas: list[tuple[str, Pa
     """Producer acks against the final stores and consumer receipts, judged by
     ``mqcluster_audit.rules`` (the chaos suite applies the same functions): acknowledged
     but lost, stored twice by the store (``duplicated``) or by a client's retry
-    (``retried``), reordered within a FIFO message group; and the windows in which no
-    send was acknowledged for longer than ``gap_ms`` (failovers). Copies are told apart
+    (``retried``: no more copies than the producer's history shows attempts), reordered
+    within a FIFO message group; and the windows in which no send was acknowledged for
+    longer than ``gap_ms`` (failovers). Copies are told apart
     by queue position: the commitlog rows carry no DLedger index."""
     events = (spark.read.format("mqcluster.history")
               .option("paths", ",".join(str(p) for p in paths)).load().cache())
@@ -197,9 +202,12 @@ def history(spark: SparkSession, paths: list[Path], replicas: list[tuple[str, Pa
     acked = events.where(F.col("event") == "ack").select("key").distinct()
     lost = acked.join(stored.select("key").distinct(), "key", "left_anti")
     twice = stored.groupBy("key").count().where(F.col("count") > 1).select("key")
+    tries = (events.where(F.col("event").isin("send", "ack")).join(twice, "key")
+             .groupBy("key")
+             .agg(F.collect_list(F.struct("time_ms", "line", "event")).alias("history")))
     copies = spark.createDataFrame(
-        stored.join(twice, "key").rdd.map(lambda r: (r["key"], r)).groupByKey()
-        .flatMap(_classify), COPIES_SCHEMA).cache()
+        stored.join(twice, "key").join(tries, "key", "left").rdd
+        .map(lambda r: (r["key"], r)).groupByKey().flatMap(_classify), COPIES_SCHEMA).cache()
     duplicated = copies.where(F.col("kind") == "duplicated").select("key", "copies")
     retried = copies.where(F.col("kind") == "retried").select("key", "copies")
     receipts = events.where((F.col("event") == "receive") & F.col("message_group").isNotNull())

@@ -5,9 +5,12 @@ reordered and unavailable. The chaos suite applies them directly; the Spark
 - **lost**: acknowledged (an ``ack`` event) and in no copy of the final store.
 - **duplicated** / **retried**: a key stored more than once. Copies that are separate
   appends of the same message (one producer message id, different queue positions) are
-  a client's retry of a send whose ack it never got: RocketMQ's at-least-once, counted
-  apart as *retried*. The same queue position stored twice, or copies that do not all
-  carry one producer message id, is the store's own fault: *duplicated*.
+  a client's retry of a send whose ack it never got, RocketMQ's at-least-once, counted
+  apart as *retried*: but only as many copies as the producer's history shows attempts
+  (``send`` events for the key up to its ``ack``; the producer writes one per attempt,
+  its client's own retries included). A copy more than the client attempted, the same
+  queue position stored twice, or copies that do not all carry one producer message
+  id, is the store's own fault: *duplicated*.
 - **reordered** (FIFO, per message group): in the store, the first copies of
   acknowledged messages must follow the producer's ``seq``; at a consumer, a message
   delivered for the first time must not come after one with a higher ``seq`` (a
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -52,8 +55,24 @@ def lost(acked: Iterable[str], stored_keys: Iterable[str]) -> list[str]:
     return sorted(set(acked) - present)
 
 
-def classify_copies(copies: Iterable[StoredCopy]) -> tuple[list[str], list[str]]:
-    """(duplicated, retried) keys."""
+def send_attempts(events: Iterable[tuple[str, str]]) -> dict[str, int]:
+    """How many times the producer tried each key up to its first ``ack``: ``send``
+    events, given as (event, key) in the order the producer wrote them. A send after
+    the ack cannot explain a copy the ack was for, and is not counted."""
+    attempts: dict[str, int] = defaultdict(int)
+    acked: set[str] = set()
+    for event, key in events:
+        if event == "ack":
+            acked.add(key)
+        elif event == "send" and key not in acked:
+            attempts[key] += 1
+    return dict(attempts)
+
+
+def classify_copies(copies: Iterable[StoredCopy], attempts: Mapping[str, int]
+                    ) -> tuple[list[str], list[str]]:
+    """(duplicated, retried) keys; ``attempts`` from ``send_attempts`` (a key missing
+    from it was never seen sent, so none of its extra copies is a retry)."""
     by_key: dict[str, list[StoredCopy]] = defaultdict(list)
     for c in copies:
         by_key[c.key].append(c)
@@ -63,7 +82,8 @@ def classify_copies(copies: Iterable[StoredCopy]) -> tuple[list[str], list[str]]
             continue
         positions = {(c.topic, c.queue_id, c.position) for c in cs}
         ids = {c.msg_id for c in cs}
-        if len(positions) < len(cs) or len(ids) > 1 or None in ids:
+        if (len(positions) < len(cs) or len(ids) > 1 or None in ids
+                or len(cs) > attempts.get(key, 0)):
             duplicated.append(key)
         else:
             retried.append(key)

@@ -108,6 +108,9 @@ def test_history_finds_exactly_the_planted_faults(spark: SparkSession, tmp_path:
     with path.open("w") as f:
         w = HistoryWriter(f, "p1")
         t = 1_000_000
+        for _ in range(2):  # the client's two attempts at k7, both stored
+            f.write(json.dumps({"event": "send", "client": "p1", "time_ms": t, "key": "k7",
+                                "topic": "AuditTopic", "msg_id": "u7"}) + "\n")
         for i in range(11):
             gap = 3000 if i == 6 else 10
             t += gap

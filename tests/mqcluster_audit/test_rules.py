@@ -9,6 +9,7 @@ from mqcluster_audit.rules import (
     lost,
     max_unavailable_ms,
     receive_reordered,
+    send_attempts,
     store_reordered,
     unavailable_windows,
 )
@@ -28,7 +29,23 @@ def test_retry_copies_are_told_from_store_duplicates() -> None:
               copy("reminted", 4, "m3"), copy("reminted", 5, "m4"),
               copy("anonymous", 6, None), copy("anonymous", 7, None),
               copy("once", 8, "m5")]
-    assert classify_copies(copies) == (["anonymous", "reminted", "twice"], ["retry"])
+    attempts = {k: 2 for k in ("retry", "twice", "reminted", "anonymous", "once")}
+    assert classify_copies(copies, attempts) == (["anonymous", "reminted", "twice"], ["retry"])
+
+
+def test_a_retry_copy_the_client_never_attempted_is_a_store_duplicate() -> None:
+    copies = [copy("k", 1, "m1"), copy("k", 2, "m1"), copy("k", 3, "m1")]
+    assert classify_copies(copies, {"k": 3}) == ([], ["k"])
+    assert classify_copies(copies, {"k": 2}) == (["k"], []), "a third copy, two attempts"
+    assert classify_copies(copies[:2], {"k": 1}) == (["k"], []), "sent once, stored twice"
+    assert classify_copies(copies[:2], {}) == (["k"], []), "never seen sent"
+
+
+def test_attempts_count_the_sends_up_to_the_first_ack() -> None:
+    history = [("send", "a"), ("send", "b"), ("send", "a"), ("ack", "a"),
+               ("send", "a"),  # after its ack: cannot explain a copy the ack was for
+               ("fail", "b"), ("receive", "a"), ("send", "c"), ("send", "c")]
+    assert send_attempts(history) == {"a": 2, "b": 1, "c": 2}
 
 
 def test_store_order_of_acknowledged_first_copies() -> None:
