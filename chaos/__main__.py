@@ -1,4 +1,4 @@
-"""``python -m chaos [--duration S] [--seed N] [--scenarios controller,dledger]``:
+"""``python -m chaos [--duration S] [--seed N] [--scenarios controller,dledger] [--overlap]``:
 run the chaos scenarios one after another (the duration is shared between them) and
 print one table; exit 1 when any scenario lost, duplicated or reordered a message,
 left the replicas different, or failed to run.
@@ -33,6 +33,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--scenarios", default="controller,dledger",
                    help=f"comma-separated, of: {', '.join(CLUSTERS)}")
     p.add_argument("--faults", help="only these fault kinds (comma-separated)")
+    p.add_argument("--overlap", action="store_true",
+                   help="also inject overlapping pairs of faults (a master kill during a "
+                        "partition, a controller kill during an election)")
     p.add_argument("--workdir", type=Path, help="keep stores, logs and histories here")
     p.add_argument("--spark", choices=("auto", "yes", "no"), default="auto",
                    help="also run `mqaudit history` over each scenario (auto: when Java is "
@@ -50,7 +53,8 @@ async def run(a: argparse.Namespace, seed: int, workdir: Path) -> list[ScenarioR
     share = a.duration / len(names)
     results = []
     for i, name in enumerate(names):
-        results.append(await run_scenario(name, share, seed + i, workdir / name, faults))
+        results.append(await run_scenario(name, share, seed + i, workdir / name, faults,
+                                          overlaps=a.overlap))
     return results
 
 

@@ -1,7 +1,12 @@
 """Fault injectors. Each injects one fault into a running cluster, waits for what the
 fault should cause (a new master, a new active controller) or holds it for a while,
-then heals it, and says what it did. The runner waits for the cluster to recover
-between two faults."""
+then heals it, and says what it did and whether it took effect (a master kill after
+which no new master was elected did not: the run reports it apart instead of counting
+it). The runner waits for the cluster to recover between two faults.
+
+``OVERLAPS`` are pairs of faults injected at once (``--overlap``): a master kill while
+the master is cut from its replicas, a controller kill during the election a master
+kill starts."""
 
 from __future__ import annotations
 
@@ -14,6 +19,31 @@ from dataclasses import dataclass
 from chaos.cluster import ChaosCluster
 from chaos.controller_mode import ControllerCluster
 from chaos.netns import Host
+
+
+class Outcome(str):
+    """What a fault did, in words (a ``str``, as injectors' results always were), and
+    whether it took effect: False when it did not cause what it is there for (no new
+    master...). A plain ``str`` from an injector took effect (``outcome``)."""
+
+    took_effect: bool
+
+    def __new__(cls, what: str, took_effect: bool = True) -> Outcome:
+        self = super().__new__(cls, what)
+        self.took_effect = took_effect
+        return self
+
+    @property
+    def what(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.what!r}, took_effect={self.took_effect})"
+
+
+def outcome(said: str) -> Outcome:
+    return said if isinstance(said, Outcome) else Outcome(said)
+
 
 Inject = Callable[[ChaosCluster, random.Random], Awaitable[str]]
 
@@ -50,55 +80,63 @@ async def until_new_master(c: ChaosCluster, old: int, timeout: float) -> bool:
     return True
 
 
-async def kill_master(c: ChaosCluster, rng: random.Random) -> str:
+async def kill_master(c: ChaosCluster, rng: random.Random) -> Outcome:
     m = await c.wait_master()
     await c.brokers[m].kill()
     elected = await until_new_master(c, m, 30)
     await c.brokers[m].start()
-    return f"SIGKILL b{m} (master), {'new master elected' if elected else 'NO new master'}"
+    return Outcome(f"SIGKILL b{m} (master), "
+                   f"{'new master elected' if elected else 'NO new master'}", elected)
 
 
-async def hang_master(c: ChaosCluster, rng: random.Random) -> str:
+async def hang_master(c: ChaosCluster, rng: random.Random) -> Outcome:
     m = await c.wait_master()
     c.brokers[m].hang()
     try:
         elected = await until_new_master(c, m, 10)
     finally:
         c.brokers[m].wake()
-    return f"SIGSTOP/SIGCONT b{m} (master), {'replaced' if elected else 'not replaced'}"
+    return Outcome(f"SIGSTOP/SIGCONT b{m} (master), "
+                   f"{'replaced' if elected else 'not replaced'}", elected)
 
 
-async def kill_controller(c: ChaosCluster, rng: random.Random) -> str:
+async def kill_controller(c: ChaosCluster, rng: random.Random) -> Outcome:
     assert isinstance(c, ControllerCluster)
     active = await c.active_controller()
     i = active if active is not None else rng.randrange(len(c.controllers))
     await c.controllers[i].kill()
-    with contextlib.suppress(TimeoutError):
+    taken_over = True
+    try:
         async with asyncio.timeout(15):
             while (await c.active_controller()) in (None, i):
                 await asyncio.sleep(0.1)
+    except TimeoutError:
+        taken_over = False
     await c.controllers[i].start()
-    return f"SIGKILL c{i}{' (active)' if i == active else ''}"
+    what = f"SIGKILL c{i}{' (active)' if i == active else ''}"
+    return Outcome(what + ("" if taken_over else ", NO other controller took over"),
+                   taken_over)
 
 
-async def kill_namesrv(c: ChaosCluster, rng: random.Random) -> str:
+async def kill_namesrv(c: ChaosCluster, rng: random.Random) -> Outcome:
     assert c.namesrv is not None
     await c.namesrv.kill()
     held = hold_s(rng)
     await asyncio.sleep(held)  # the fault is the name server's absence for this long
     await c.namesrv.start()
-    return f"SIGKILL namesrv for {held:.1f} s"
+    return Outcome(f"SIGKILL namesrv for {held:.1f} s")
 
 
-async def partition_master_controllers(c: ChaosCluster, rng: random.Random) -> str:
+async def partition_master_controllers(c: ChaosCluster, rng: random.Random) -> Outcome:
     assert isinstance(c, ControllerCluster)
     m = await c.wait_master()
     with partitioned(c, [(c.brokers[m].host, ctl.host) for ctl in c.controllers]):
         elected = await until_new_master(c, m, 20)
-    return f"partition b{m} (master) | controllers, {'new master' if elected else 'kept'}"
+    return Outcome(f"partition b{m} (master) | controllers, "
+                   f"{'new master' if elected else 'kept'}", elected)
 
 
-async def partition_master_slaves(c: ChaosCluster, rng: random.Random) -> str:
+async def partition_master_slaves(c: ChaosCluster, rng: random.Random) -> Outcome:
     m = await c.wait_master()
     # Long enough, sometimes, for the master to drop them from its SyncStateSet
     # (haMaxTimeSlaveNotCatchup is 4 s) and acknowledge alone.
@@ -106,22 +144,24 @@ async def partition_master_slaves(c: ChaosCluster, rng: random.Random) -> str:
     with partitioned(c, [(c.brokers[m].host, b.host)
                          for i, b in enumerate(c.brokers) if i != m]):
         if c.mode == "dledger":  # the followers elect one of themselves
-            await until_new_master(c, m, 20)
-        else:
+            elected = await until_new_master(c, m, 20)
+        else:  # the master goes on, acknowledging alone once they fall out
+            elected = True
             await asyncio.sleep(held)
-    return f"partition b{m} (master) | other replicas"
+    return Outcome(f"partition b{m} (master) | other replicas"
+                   + ("" if elected else ", NO new leader"), elected)
 
 
-async def partition_clients_master(c: ChaosCluster, rng: random.Random) -> str:
+async def partition_clients_master(c: ChaosCluster, rng: random.Random) -> Outcome:
     m = await c.wait_master()
     assert c.client is not None
     held = hold_s(rng)
     with partitioned(c, [(c.client, c.brokers[m].host)]):
         await asyncio.sleep(held)  # clients must go on through the other replicas
-    return f"partition clients | b{m} (master) for {held:.1f} s"
+    return Outcome(f"partition clients | b{m} (master) for {held:.1f} s")
 
 
-async def slow_disk(c: ChaosCluster, rng: random.Random) -> str:
+async def slow_disk(c: ChaosCluster, rng: random.Random) -> Outcome:
     m = await c.wait_master()
     delay = rng.choice((200, 500, 1000, 2000))
     knob = c.seam_file(c.brokers[m], "fsync-delay-ms")
@@ -131,10 +171,10 @@ async def slow_disk(c: ChaosCluster, rng: random.Random) -> str:
         await asyncio.sleep(held)
     finally:
         knob.write_text("0")
-    return f"fsync +{delay} ms on b{m} (master) for {held:.1f} s"
+    return Outcome(f"fsync +{delay} ms on b{m} (master) for {held:.1f} s")
 
 
-async def clock_jump(c: ChaosCluster, rng: random.Random) -> str:
+async def clock_jump(c: ChaosCluster, rng: random.Random) -> Outcome:
     procs = [*c.brokers, *c.controllers]
     p = rng.choice(procs)
     offset_s = rng.choice((-1, 1)) * rng.choice((30, 300, 3600))
@@ -145,7 +185,7 @@ async def clock_jump(c: ChaosCluster, rng: random.Random) -> str:
         await asyncio.sleep(held)
     finally:
         knob.write_text("0")  # and back, as when NTP steps it
-    return f"clock {offset_s:+d} s on {p.name} for {held:.1f} s"
+    return Outcome(f"clock {offset_s:+d} s on {p.name} for {held:.1f} s")
 
 
 FAULTS = (
@@ -161,10 +201,39 @@ FAULTS = (
 )
 
 
-def faults_for(mode: str, names: list[str] | None = None) -> list[Fault]:
-    chosen = [f for f in FAULTS if mode in f.modes]
+def overlap(first: Inject, second: Inject, after_s: float) -> Inject:
+    """``second`` injected ``after_s`` into ``first`` (while it holds), both to the end;
+    it took effect when both did."""
+    async def inject(c: ChaosCluster, rng: random.Random) -> Outcome:
+        async def later() -> str:
+            await asyncio.sleep(after_s)
+            return await second(c, rng)
+
+        a, b = map(outcome, await asyncio.gather(first(c, rng), later()))
+        return Outcome(f"{a}; during it: {b}", a.took_effect and b.took_effect)
+
+    return inject
+
+
+OVERLAPS = (
+    # The master cut from its replicas, then killed: the new master must come from a
+    # replica that has every acknowledged message, and the old one rejoin behind it.
+    Fault("kill-master-during-part-master-slaves",
+          overlap(partition_master_slaves, kill_master, 1.0)),
+    # The active controller killed while it elects the dead master's successor.
+    Fault("kill-controller-during-election", overlap(kill_master, kill_controller, 0.3),
+          ("controller",)),
+)
+
+
+def faults_for(mode: str, names: list[str] | None = None, overlaps: bool = False
+               ) -> list[Fault]:
+    """The mode's fault kinds; with ``overlaps``, the overlapping pairs too; ``names``
+    picks among all of them (an overlapping pair named is chosen as well)."""
+    known = (*FAULTS, *OVERLAPS)
+    chosen = [f for f in (known if overlaps or names else FAULTS) if mode in f.modes]
     if names:
-        unknown = set(names) - {f.name for f in FAULTS}
+        unknown = set(names) - {f.name for f in known}
         if unknown:
             raise ValueError(f"unknown fault(s): {', '.join(sorted(unknown))}")
         chosen = [f for f in chosen if f.name in names]

@@ -15,7 +15,7 @@ from chaos.check import Verdict, check
 from chaos.cluster import CONSUMER_GROUP, TOPIC, ChaosCluster
 from chaos.controller_mode import ControllerCluster
 from chaos.dledger_mode import DLedgerCluster
-from chaos.faults import Fault, faults_for
+from chaos.faults import Fault, faults_for, outcome
 from chaos.netns import Network
 from chaos.process import HostProcess
 
@@ -29,6 +29,9 @@ class ScenarioResult:
     scenario: str
     seed: int
     faults: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Faults that took effect, by kind."""
+    no_effect: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Faults injected that did not cause what they are for (no new master...)."""
     log: list[str] = field(default_factory=list)
     verdict: Verdict | None = None
     error: str | None = None
@@ -39,6 +42,14 @@ class ScenarioResult:
     @property
     def ok(self) -> bool:
         return self.error is None and self.verdict is not None and self.verdict.ok
+
+    def record(self, fault: str, said: str) -> str:
+        """Count a fault as injected if it took effect, apart if not; the log line."""
+        done = outcome(said)
+        (self.faults if done.took_effect else self.no_effect)[fault] += 1
+        what = done.what + ("" if done.took_effect else " [no effect: not counted]")
+        self.log.append(what)
+        return what
 
 
 class HistoryFollower:
@@ -86,11 +97,13 @@ def say(message: str) -> None:
 
 async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
                        fault_names: list[str] | None = None,
-                       faults: list[Fault] | None = None) -> ScenarioResult:
-    """``faults`` replaces the mode's fault kinds (``fault_names`` picks among them)."""
+                       faults: list[Fault] | None = None,
+                       overlaps: bool = False) -> ScenarioResult:
+    """``faults`` replaces the mode's fault kinds (``fault_names`` picks among them;
+    ``overlaps`` adds the overlapping pairs)."""
     rng = random.Random(seed)
     result = ScenarioResult(mode, seed, workdir=workdir)
-    faults = faults if faults is not None else faults_for(mode, fault_names)
+    faults = faults if faults is not None else faults_for(mode, fault_names, overlaps)
     workdir.mkdir(parents=True, exist_ok=True)
     histories = [workdir / "producer.jsonl", workdir / "consumer.jsonl"]
     net = Network()
@@ -127,11 +140,9 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
                 rounds += 1
             fault = plan.pop(0)
             step = f"injecting {fault.name}"
-            what = await fault.inject(cluster, rng)
-            result.faults[fault.name] += 1
-            result.log.append(what)
-            say(f"{mode}: {what}")
-            step = f"recovering from {what}"
+            said = await fault.inject(cluster, rng)
+            say(f"{mode}: {result.record(fault.name, said)}")
+            step = f"recovering from {said}"
             await cluster.wait_healthy(RECOVERY_TIMEOUT)
             await acks.wait(acks.poll() + 5, RECOVERY_TIMEOUT)
         step = "finishing the workload"

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from chaos.runner import ScenarioResult
 
-HEADER = ("scenario", "seed", "faults", "acked", "lost", "duplicated", "retried",
-          "reordered", "replicas", "max unavail", "verdict")
+HEADER = ("scenario", "seed", "faults", "no effect", "acked", "lost", "duplicated",
+          "retried", "reordered", "replicas", "max unavail", "verdict")
 
 
 def row(r: ScenarioResult) -> tuple[str, ...]:
     v = r.verdict
     faults = str(sum(r.faults.values()))
+    no_effect = str(sum(r.no_effect.values()))
     if v is None:
-        return (r.scenario, str(r.seed), faults, *("-",) * 7, "ERROR")
-    return (r.scenario, str(r.seed), faults, str(v.acknowledged), str(len(v.lost)),
+        return (r.scenario, str(r.seed), faults, no_effect, *("-",) * 7, "ERROR")
+    return (r.scenario, str(r.seed), faults, no_effect, str(v.acknowledged), str(len(v.lost)),
             str(len(v.duplicated)), str(len(v.retried)), str(len(v.reordered)),
             "identical" if v.replicas_identical else "DIFFER",
             f"{v.max_unavailable_ms / 1000:.1f} s", "ok" if r.ok else "FAILED")
@@ -27,13 +28,16 @@ def render(results: list[ScenarioResult]) -> str:
     out.insert(1, "  ".join("-" * w for w in widths))
     for r in results:
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.faults.items()))
-        out.append(f"{r.scenario}: faults {kinds or 'none'}")
+        out.append(f"{r.scenario}: faults that took effect {kinds or 'none'}")
+        if r.no_effect:
+            missed = ", ".join(f"{k} x{n}" for k, n in sorted(r.no_effect.items()))
+            out.append(f"{r.scenario}: faults without effect (not counted) {missed}")
         if r.verdict is not None:
             v = r.verdict
             out.append(f"{r.scenario}: replicas {v.replicas_detail}; failed sends "
                        f"{v.failed_sends}; acknowledged but not consumed {len(v.unconsumed)}")
             for label, keys in (("lost", v.lost), ("duplicated", v.duplicated),
-                                ("reordered", v.reordered)):
+                                ("reordered", v.reordered), ("unreadable", v.unreadable)):
                 if keys:
                     out.append(f"{r.scenario}: {label}: {', '.join(keys[:10])}"
                                f"{' ...' if len(keys) > 10 else ''}")

@@ -48,10 +48,11 @@ def test_table_row_per_scenario() -> None:
                                         replicas_identical=True, max_unavailable_ms=2500))
     bad = ScenarioResult("dledger", 6, verdict=Verdict(acknowledged=3, lost=["k1"]))
     out = table.render([ok, bad]).splitlines()
-    assert out[0].split() == ["scenario", "seed", "faults", "acked", "lost", "duplicated",
-                              "retried", "reordered", "replicas", "max", "unavail", "verdict"]
-    assert out[2].split() == ["controller", "5", "2", "10", "0", "0", "1", "0", "identical",
-                              "2.5", "s", "ok"]
+    assert out[0].split() == ["scenario", "seed", "faults", "no", "effect", "acked", "lost",
+                              "duplicated", "retried", "reordered", "replicas", "max",
+                              "unavail", "verdict"]
+    assert out[2].split() == ["controller", "5", "2", "0", "10", "0", "0", "1", "0",
+                              "identical", "2.5", "s", "ok"]
     assert out[3].split()[-1] == "FAILED"
     assert "dledger: lost: k1" in out
 
