@@ -7,7 +7,15 @@ import asyncio
 
 import pytest
 
-from mqcluster.raft.peers import PeerClient, PeerGate, normal_ip, remote_ip
+from mqcluster.raft.node import RunnerOptions
+from mqcluster.raft.peers import (
+    HOSTS_ENV,
+    PeerClient,
+    PeerGate,
+    hosts_checked,
+    normal_ip,
+    remote_ip,
+)
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcServer
 from tests.procs import free_addr
 
@@ -88,3 +96,17 @@ async def test_an_address_it_cannot_bind_falls_back_to_any(source: str) -> None:
     finally:
         await client.close()
         await server.stop()
+
+
+@pytest.mark.parametrize(("value", "checked"), [
+    (None, True), ("check", True), ("any", False), (" ANY ", False), ("no", True),
+])
+def test_host_checks_follow_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, checked: bool
+) -> None:
+    if value is None:
+        monkeypatch.delenv(HOSTS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(HOSTS_ENV, value)
+    assert hosts_checked() is checked
+    assert RunnerOptions().check_peer_hosts is checked

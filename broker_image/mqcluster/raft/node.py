@@ -58,7 +58,7 @@ from mqcluster.raft.codec import (
     encode_message,
 )
 from mqcluster.raft.core import RaftNode
-from mqcluster.raft.peers import PeerClient, PeerGate, remote_ip
+from mqcluster.raft.peers import PeerClient, PeerGate, hosts_checked, remote_ip
 from mqcluster.raft.storage import RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
@@ -190,8 +190,9 @@ class RunnerOptions:
     # far behind needs them. For state machines without snapshots.
     max_cached_log_bytes: int | None = None
     # Take Raft messages only over connections from the sender's configured host (see
-    # ``mqcluster.raft.peers``); the sender must be a configured peer either way.
-    check_peer_hosts: bool = True
+    # ``mqcluster.raft.peers``; MQCLUSTER_RAFT_PEER_HOSTS=any turns it off); the sender
+    # must be a configured peer either way.
+    check_peer_hosts: bool = field(default_factory=hosts_checked)
 
 
 def parse_peers(spec: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import ipaddress
 import logging
+import os
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +29,18 @@ log = logging.getLogger(__name__)
 
 _REFRESH_EVERY = 1.0  # seconds between re-resolving the peers' host names
 _RESOLVE_TIMEOUT = 2.0
+HOSTS_ENV = "MQCLUSTER_RAFT_PEER_HOSTS"
+
+
+def hosts_checked() -> bool:
+    """Whether connections must come from the sender's configured host: yes unless
+    ``MQCLUSTER_RAFT_PEER_HOSTS=any`` (peers behind NAT, whose connections arrive from
+    another address); the sender must be a configured peer either way."""
+    value = os.environ.get(HOSTS_ENV, "check").strip().lower()
+    if value not in ("check", "any"):
+        log.warning("%s=%r is neither 'check' nor 'any': checking hosts", HOSTS_ENV, value)
+        return True
+    return value == "check"
 
 
 def normal_ip(host: str) -> str | None:
