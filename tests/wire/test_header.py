@@ -67,6 +67,15 @@ def test_a_malformed_value_is_named_and_is_a_frame_error() -> None:
         QueueHeader.from_ext({"topic": "T", "queueId": "1", "unitMode": "maybe"})
 
 
+def test_an_error_quotes_a_long_value_cut_short() -> None:
+    """A megabyte value is not sent back whole in the error (nor written to the log)."""
+    with pytest.raises(HeaderError) as err:
+        QueueHeader.from_ext({"topic": "T", "queueId": "7" * 1_000_000})
+    message = str(err.value)
+    assert "queueId" in message and "(1000000 characters)" in message
+    assert len(message) < 300
+
+
 def test_unknown_fields_are_ignored_and_empty_values_are_absent() -> None:
     h = QueueHeader.from_ext({"topic": "T", "queueId": "1", "commitOffset": "",
                               "bname": "from a newer client"})

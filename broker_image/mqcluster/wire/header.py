@@ -159,6 +159,17 @@ _AT_PATH = re.compile(r" - at `\$[^`]*`$")
 _GOT_TYPE = re.compile(r", got `[^`]*`$")
 
 
+SHOWN_CHARS = 80
+
+
+def _shown(raw: str) -> str:
+    """A peer's value as an error quotes it: a long one is cut (a 1 MB name would come
+    back in full in the answer's remark and in the log)."""
+    if len(raw) <= SHOWN_CHARS:
+        return repr(raw)
+    return f"{raw[:SHOWN_CHARS]!r}... ({len(raw)} characters)"
+
+
 def _problems(cls: type[Header], ext: dict[str, str], exc: msgspec.ValidationError) -> str:
     """``bad Cls: queueId: expected int, got 'three'; masterEpoch: missing`` (every field).
 
@@ -177,7 +188,7 @@ def _problems(cls: type[Header], ext: dict[str, str], exc: msgspec.ValidationErr
             what = _GOT_TYPE.sub("", _AT_PATH.sub("", str(err))).replace("`", "")
             if what.startswith("Expected"):
                 what = "e" + what[1:]
-            problems.append(f"{f.wire}: {what}, got {raw!r}")
+            problems.append(f"{f.wire}: {what}, got {_shown(raw)}")
     if not problems:  # not a single field's fault (should not happen): msgspec's words
         problems.append(str(exc))
     return f"bad {cls.__name__}: " + "; ".join(problems)
