@@ -32,7 +32,7 @@ def exposed_name(name: str, type_: str) -> str:
 
 
 def of_wrappers(objects: Iterable[object]) -> set[Metric]:
-    return {Metric(exposed_name(o._name, o._type), o._type, frozenset(o._labelnames))
+    return {Metric(exposed_name(o._name, str(o._type)), str(o._type), frozenset(o._labelnames))
             for o in objects if isinstance(o, MetricWrapperBase)}
 
 
