@@ -9,14 +9,18 @@ from pathlib import Path
 
 from prometheus_client.metrics import MetricWrapperBase
 
+from mqcluster.broker.context import ReplicaRole
 from mqcluster.broker.metrics import BrokerMetrics
 from mqcluster.controller.events import ApplyBrokerIdEvent, ElectMasterEvent
 from mqcluster.controller.metrics import ControllerMetrics, GroupCollector
 from mqcluster.controller.statemachine import ControllerState
+from mqcluster.proxy.metrics import ProxyMetrics
+from mqcluster.proxy.tracker import NOT_A_REPLICA
 from mqcluster_operator import metrics as operator_metrics
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
-SECTIONS = {"mqbroker": "broker", "mqcontroller": "controller", "operator": "operator"}
+SECTIONS = {"mqbroker": "broker", "mqcontroller": "controller", "mqproxy": "proxy",
+            "operator": "operator"}
 
 
 @dataclass(frozen=True)
@@ -51,12 +55,18 @@ def controller() -> set[Metric]:
     return out
 
 
+def proxy() -> set[Metric]:
+    return of_wrappers(vars(ProxyMetrics("b", lambda: ReplicaRole(NOT_A_REPLICA, False)))
+                       .values())
+
+
 def operator() -> set[Metric]:
     return of_wrappers(vars(operator_metrics).values())
 
 
 def exported() -> dict[str, set[Metric]]:
-    return {"broker": broker(), "controller": controller(), "operator": operator()}
+    return {"broker": broker(), "controller": controller(), "proxy": proxy(),
+            "operator": operator()}
 
 
 ROW = re.compile(r"^\| `([a-z_:]+)` \| (counter|gauge|histogram) \|([^|]*)\|")

@@ -8,7 +8,7 @@ import pytest
 from .exporters import documented, exported
 
 
-@pytest.mark.parametrize("process", ["broker", "controller", "operator"])
+@pytest.mark.parametrize("process", ["broker", "controller", "proxy", "operator"])
 def test_reference_lists_exactly_what_the_process_exports(process: str) -> None:
     docs = {m.name: m for m in documented()[process]}
     real = {m.name: m for m in exported()[process]}

@@ -20,6 +20,10 @@ class ProxyConfig(RocketConfig):
     """Milliseconds between looks at who the master is."""
     masterWaitMs: int = Field(default=3000, ge=0)
     """How long a call waits for a reachable master before it fails UNAVAILABLE."""
+    metricsPromExporterPort: int = Field(default=0, ge=0, le=65535)
+    """Port of ``/metrics`` and ``/health``; 0 serves none."""
+    metricsPromExporterHost: str = ""
+    """Where they listen; ``bindAddress`` when empty."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ProxyConfig:

@@ -16,6 +16,7 @@ from mqcluster.proxy.master_source import (
     MasterSource,
     NamesrvMasterSource,
 )
+from mqcluster.proxy.metrics import ProxyHttp, ProxyMetrics
 from mqcluster.proxy.tracker import MasterTracker
 
 log = logging.getLogger(__name__)
@@ -42,12 +43,16 @@ class ProxyServer:
     brokers: BrokerApi
     host: str
     port: int
+    metrics: ProxyMetrics
+    http: ProxyHttp | None = None
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
     async def stop(self) -> None:
+        if self.http is not None:
+            await self.http.stop()
         await self.server.stop(grace=1.0)
         await self.tracker.stop()
         await self.channels.close()
@@ -64,6 +69,9 @@ async def start_proxy(config: ProxyConfig, source: MasterSource | None = None) -
                             config.masterPollIntervalMs / 1000)
     channels = MasterChannels()
     tracker.listeners.append(channels.role_changed)
+    metrics = ProxyMetrics(config.brokerName, tracker.role)
+    tracker.listeners.append(metrics.role_changed)
+    tracker.on_lookup_failure = metrics.lookup_failed
     handler = ForwardingHandler(SERVICE_NAME, _NothingLocal(), tracker.role, channels,
                                 patience=config.masterWaitMs / 1000)
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", -1),
@@ -73,8 +81,14 @@ async def start_proxy(config: ProxyConfig, source: MasterSource | None = None) -
     port = server.add_insecure_port(f"{config.bindAddress}:{config.grpcServerPort}")
     if port == 0:
         raise OSError(f"cannot bind {config.bindAddress}:{config.grpcServerPort}")
+    http = None
+    if config.metricsPromExporterPort:
+        http = ProxyHttp(metrics, config.metricsPromExporterHost or config.bindAddress,
+                         config.metricsPromExporterPort)
+        await http.start()
     tracker.start()
     await server.start()
     log.info("proxy for broker group %s listening on %s:%d", config.brokerName,
              config.bindAddress, port)
-    return ProxyServer(server, tracker, channels, brokers, config.bindAddress, port)
+    return ProxyServer(server, tracker, channels, brokers, config.bindAddress, port, metrics,
+                       http)

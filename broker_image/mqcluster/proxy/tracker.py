@@ -29,6 +29,7 @@ class MasterTracker:
         self.resolve_grpc = resolve_grpc
         self.interval = interval
         self.listeners: list[RoleListener] = []
+        self.on_lookup_failure: Callable[[], None] | None = None
         self._role = ReplicaRole(NOT_A_REPLICA, False)
         self._epoch = -1
         self._grpc: dict[str, str] = {}
@@ -54,6 +55,8 @@ class MasterTracker:
                 await self.poll_once()
             except Exception as exc:  # a controller restarting: keep the last answer
                 log.debug("master lookup failed: %s", exc)
+                if self.on_lookup_failure is not None:
+                    self.on_lookup_failure()
             await asyncio.sleep(self.interval)
 
     async def poll_once(self) -> None:
