@@ -207,3 +207,21 @@ async def test_a_zeroed_block_does_not_hide_the_records_after_it(
     assert messages_in(Path(kept).read_bytes(), bad.commitlog_offset) == [
         f"k{i}" for i in range(251, 300)]
     assert any("at least 50 record(s) lost" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_zeroed_last_record_counts_as_lost(store_factory: StoreFactory) -> None:
+    store = store_factory(**QUIET)
+    await store.start()
+    results = await store.put_messages([rec(i) for i in range(10)])
+    await store.shutdown()
+    last = results[-1]
+    with open(segment_of(Path(store.config.storePathRootDir), last.commitlog_offset),
+              "r+b") as f:
+        f.seek(last.commitlog_offset)
+        f.write(bytes(last.store_size))
+    again = store_factory(**QUIET)
+    await again.start()
+    report = again.recovery
+    assert report is not None and report.corrupt and report.set_aside == []
+    assert (report.records_lost, report.records_lost_exact) == (1, False)
+    assert report.damaged == [(last.commitlog_offset, last.next_commitlog_offset)]

@@ -518,6 +518,10 @@ class CommitLog:
                 or report.set_aside):
             report.corrupt = pos < durable_offset
             report.truncated_at = pos
+            if report.corrupt and not report.damaged:  # fsynced, now zeros: gone
+                report.damaged = [(pos, durable_offset)]
+                report.records_lost += 1
+                report.records_lost_exact = False
             self._log_cut(report, bad_record, durable_offset)
         self.truncate(pos)
         report.max_offset = self.max_offset
