@@ -1,8 +1,9 @@
 """A real Prometheus (Debian's package) scrapes a local cluster: the embedded controllers
-and a controller-mode group of 3 (``examples/``, as ``mqcluster local up`` runs them) and
-the operator's exporter. The official client sends and consumes and the master is
-SIGKILLed; then every dashboard query must return data, every alert expression must
-evaluate, and every metric either names must have series: a misspelt name fails."""
+and a controller-mode group of 3 (``examples/``, as ``mqcluster local up`` runs them), an
+``mqproxy`` in front of the group and the operator's exporter. The official client sends
+and consumes and the master is SIGKILLed; then every dashboard query must return data,
+every alert expression must evaluate, and every metric either names must have series: a
+misspelt name fails."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from mqcluster_operator.local import demo
 from mqcluster_operator.local.cli import load, random_prefix
 from mqcluster_operator.local.plan import plan, read_manifests
 from mqcluster_operator.local.runner import LocalCluster, Running
+from tests.broker.procs import ProxyProc, start_proxy
 from tests.procs import Procs, free_addr, procs  # noqa: F401
 
 from .promql import ALERTS, Query, alert_queries, dashboard_queries, metric_names
@@ -92,6 +94,22 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         yield local
     finally:
         local.down()
+
+
+@pytest.fixture
+async def proxy(cluster: LocalCluster, tmp_path: Path) -> AsyncIterator[str]:
+    """An mqproxy for broker-a; yields its metrics address."""
+    broker = next(p for p in cluster.processes if p.group == "broker-a")
+    metrics_at = free_addr()
+    host, port = metrics_at.split(":")
+    proc: ProxyProc = await start_proxy(tmp_path, "broker-a",
+                                        controllerAddr=broker.props["controllerAddr"],
+                                        metricsPromExporterHost=host,
+                                        metricsPromExporterPort=port)
+    try:
+        yield metrics_at
+    finally:
+        await proc.kill()
 
 
 @pytest.fixture
@@ -173,9 +191,9 @@ def check_all(prom: Prometheus, queries: list[Query], need_data: bool) -> list[s
 
 
 async def test_dashboards_and_alerts_against_a_real_prometheus(
-        cluster: LocalCluster, operator_exporter: str, procs: Procs,  # noqa: F811
+        cluster: LocalCluster, proxy: str, operator_exporter: str, procs: Procs,  # noqa: F811
         tmp_path: Path) -> None:
-    targets = [metrics_addr(p) for p in cluster.processes] + [operator_exporter]
+    targets = [metrics_addr(p) for p in cluster.processes] + [proxy, operator_exporter]
     prom = start_prometheus(procs, tmp_path, targets)
     await until(lambda: _all_up(prom, len(targets)), "every target scraped", 60)
     group = "broker-a"
@@ -206,6 +224,9 @@ async def test_dashboards_and_alerts_against_a_real_prometheus(
     epoch = prom.query(f'max(rocketmq_broker_master_epoch{{broker="{group}"}})')
     assert float(epoch[0]["value"][1]) == after.epoch > before.epoch
     assert prom.query(f'up{{instance="{metrics_addr(master)}"}} == 0')
+    # the proxy moved to the new master
+    await until(lambda: prom.query(f'mqproxy_master_changes_total{{broker="{group}"}} == 1'),
+                "the proxy's master move scraped")
     # the consumer group's offsets reach the brokers and the error count the scrape
     await until(lambda: prom.query(f'rocketmq_group_diff{{broker="{group}"}}'),
                 "consumer lag scraped")
