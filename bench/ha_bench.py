@@ -2,19 +2,23 @@
 
 * Throughput: 1 KiB messages, native client, batched (``BATCH`` per request,
   ``SENDERS`` concurrent requests), against a 3-replica group with
-  ``allAckInSyncStateSet=true`` and, in the same run, against one unreplicated broker.
-  The unreplicated rate is the row's ``limit``. CPU microseconds per acknowledged
-  message are printed for every broker process and for the client, so the cost of
-  replication on a 2-core machine shows where it goes; so are the CPUs those processes
-  and the whole machine kept busy (other work on the machine shows there). From the
-  CPU per message measured in the run: the rate the replicated group would reach with
-  every core busy, and the replicated/unreplicated ratio with both runs CPU-bound.
+  ``allAckInSyncStateSet=true`` and, running beside it, one unreplicated broker, in
+  ``HA_BENCH_ROUNDS`` alternating rounds (default 5, 2 with ``--quick``;
+  ``bench.alternating``: medians and each round's ratio; the SyncStateSet read at the
+  start and end of every replicated phase, the row FAILED if a replica fell out). The
+  unreplicated median is the row's ``limit``. CPU microseconds per acknowledged message
+  are printed for every broker process and for the client, so the cost of replication
+  on a 2-core machine shows where it goes; so are the CPUs those processes and the
+  whole machine kept busy (other work on the machine shows there). From the CPU per
+  message measured in the run: the rate the replicated group would reach with every
+  core busy, and the replicated/unreplicated ratio with both runs CPU-bound.
 * Failover: the official client, connected to an ``mqproxy`` in front of the group,
-  sends one message at a time; the master is SIGKILLed ``HA_BENCH_KILLS`` times (default 20,
-  restarted each time) and SIGSTOPped ``HA_BENCH_HANGS`` times (default 5, woken after
-  the new master is elected). The figure is the longest gap between two acknowledged
-  sends around each fault: median and max. The hangs are repeated with the client
-  connected to the three replicas directly, beside it.
+  sends one message at a time; the master is SIGKILLed ``HA_BENCH_KILLS`` times
+  (default 20, 2 with ``--quick``; restarted each time) and SIGSTOPped
+  ``HA_BENCH_HANGS`` times (default 5, 1 with ``--quick``; woken after the new master
+  is elected). The figure is the longest gap between two acknowledged sends around
+  each fault: median and max. The hangs are repeated with the client connected to the
+  three replicas directly, beside it.
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ from pathlib import Path
 from typing import Protocol
 
 from bench import Row, cpu_seconds
+from bench.alternating import PLAIN, Rounds, order, sync_state_set_problem
 from bench.broker_bench import BrokerProcess
 from mqcluster.client import AdminClient, Message, Producer
+from mqcluster.controller.client import ReplicaInfo
 from tests.broker.procs import start_proxy
 from tests.ha.cluster import GROUP, ProcessGroup
 
@@ -44,8 +50,10 @@ BATCH = 32
 SENDERS = 64  # enough in flight that replication latency does not cap the rate
 PHASE_SECONDS = 4.0
 TOPIC = "BenchHA"
-KILLS = int(os.environ.get("HA_BENCH_KILLS", "20"))
-HANGS = int(os.environ.get("HA_BENCH_HANGS", "5"))
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+KILLS = int(os.environ.get("HA_BENCH_KILLS", "2" if QUICK else "20"))
+HANGS = int(os.environ.get("HA_BENCH_HANGS", "1" if QUICK else "5"))
+ROUNDS = int(os.environ.get("HA_BENCH_ROUNDS", "2" if QUICK else "5"))
 HANG_SECONDS = 8.0
 REQUEST_TIMEOUT_S = 2
 
@@ -144,10 +152,14 @@ def micro(per_msg: list[float]) -> str:
 
 
 class AckClock:
-    """The official client sending one message at a time; when each ack came."""
+    """The official client sending one message at a time; when each ack came. Each body
+    starts with its own 8-byte id (``first_id``, ``first_id + 1``...), and the ids
+    acknowledged are kept, so a reader can tell which acknowledged message it lacks."""
 
-    def __init__(self, endpoints: str) -> None:
+    def __init__(self, endpoints: str, first_id: int = 0) -> None:
         self.endpoints = endpoints
+        self.next_id = first_id
+        self.acked_ids: list[int] = []
         self.acks: list[float] = []
         self.failures = 0
         self.stop = threading.Event()
@@ -163,13 +175,17 @@ class AckClock:
                                              request_timeout=REQUEST_TIMEOUT_S),
                          (TOPIC,))
         p.startup()
+        filler = b"x" * (MSG_SIZE - 8)
         try:
             while not self.stop.is_set():
                 m = GrpcMessage()
                 m.topic = TOPIC
-                m.body = b"x" * MSG_SIZE
+                msg_id = self.next_id
+                self.next_id += 1
+                m.body = msg_id.to_bytes(8, "big") + filler
                 try:
                     p.send(m)
+                    self.acked_ids.append(msg_id)
                     self.acks.append(time.monotonic())
                 except Exception:
                     self.failures += 1
@@ -219,9 +235,10 @@ async def failover(g: FaultTarget, endpoints: str | None = None, kills: int | No
 
 async def failover_clocked(g: FaultTarget, endpoints: str | None = None,
                            kills: int | None = None, hangs: int | None = None,
-                           ) -> tuple[list[float], list[float], AckClock]:
-    """The faults of ``failover``; the client's clock too, for what it saw acknowledged."""
-    clock = AckClock(endpoints or g.endpoints)
+                           first_id: int = 0) -> tuple[list[float], list[float], AckClock]:
+    """The faults of ``failover``; the client's clock too, for what it saw acknowledged
+    (message ids from ``first_id``)."""
+    clock = AckClock(endpoints or g.endpoints, first_id)
     n_kills = KILLS if kills is None else kills
     n_hangs = HANGS if hangs is None else hangs
     clock.thread.start()
@@ -290,32 +307,77 @@ def direct_hang_row(bench: str, who: str, hangs: list[float]) -> list[Row]:
                      f"after {HANG_SECONDS:.0f} s")]
 
 
+def median_phase(phases: list[Phase]) -> Phase:
+    """Per field, the median over phases (CPU per message process by process)."""
+    return Phase(statistics.median(p.rate for p in phases),
+                 [statistics.median(x) for x in zip(*(p.per_msg for p in phases),
+                                                    strict=True)],
+                 statistics.median(p.p99_ms for p in phases),
+                 statistics.median(p.cores for p in phases),
+                 statistics.median(p.machine_cores for p in phases))
+
+
+async def replica_info(g: ProcessGroup) -> ReplicaInfo | None:
+    try:
+        return await asyncio.wait_for(g.replica_info(), 5)
+    except Exception:
+        return None
+
+
+async def replicated_phase(g: ProcessGroup) -> tuple[Phase, str | None]:
+    """One phase against the master, the SyncStateSet read at its start and end; why a
+    replica was not in it throughout, if one was not."""
+    with contextlib.suppress(TimeoutError):
+        await g.wait_sync_state_set(g.size, 30)
+    start = await replica_info(g)
+    m = await g.wait_master()
+    pids = [b.proc.pid for b in g.brokers if b.proc is not None]
+    order_ = [m] + [i for i in range(g.size) if i != m]
+    phase = await measure(g.brokers[m].addr, [pids[i] for i in order_] + [os.getpid()])
+    return phase, sync_state_set_problem(g.size, start, await replica_info(g))
+
+
+async def alternating(single: BrokerProcess, g: ProcessGroup
+                      ) -> tuple[Rounds, list[Phase], list[Phase]]:
+    assert single.proc is not None
+    rounds = Rounds()
+    plain: list[Phase] = []
+    repl: list[Phase] = []
+    for k in range(ROUNDS):
+        for side in order(k):
+            if side == PLAIN:
+                plain.append(await measure(single.addr, [single.proc.pid, os.getpid()]))
+                rounds.plain.append(plain[-1].rate)
+            else:
+                phase, problem = await replicated_phase(g)
+                repl.append(phase)
+                rounds.replicated.append(phase.rate)
+                rounds.add_problem(k, problem)
+    return rounds, plain, repl
+
+
 async def _run(root: Path) -> list[Row]:
     rows: list[Row] = []
     ip = "127.0.0.61"
     (root / "single").mkdir()
     single = BrokerProcess(root / "single", ip, brokerName="bench-single")
-    await single.start()
-    try:
-        assert single.proc is not None
-        plain = await measure(single.addr, [single.proc.pid, os.getpid()])
-    finally:
-        await single.stop()
     g = ProcessGroup(root / "group")
     try:
+        await single.start()
         await g.start()
         await g.wait_sync_state_set(3)
-        m = await g.wait_master()
-        pids = [b.proc.pid for b in g.brokers if b.proc is not None]
-        order = [m] + [i for i in range(3) if i != m]
-        repl = await measure(g.brokers[m].addr, [pids[i] for i in order] + [os.getpid()])
+        rounds, plain_phases, repl_phases = await alternating(single, g)
+        await single.stop()
+        plain, repl = median_phase(plain_phases), median_phase(repl_phases)
         rows += [
             Row(NAME, "unreplicated broker, batched 1 KiB", plain.rate, "msgs/s",
-                note=f"CPU us/msg: broker, client = {micro(plain.per_msg)}; {cores(plain)}"),
-            Row(NAME, "3 replicas, allAckInSyncStateSet, batched 1 KiB", repl.rate, "msgs/s",
-                ">= 0.6 x unreplicated", plain.rate,
-                note=f"CPU us/msg: master, slave, slave, client = {micro(repl.per_msg)}; "
-                     f"whole group {sum(repl.per_msg[:3]) * 1e6:.0f}; {cores(repl)}"),
+                note=f"median of {ROUNDS} phases alternating with the group's; CPU us/msg: "
+                     f"broker, client = {micro(plain.per_msg)}; {cores(plain)}"),
+            Row(NAME, rounds.metric("3 replicas, allAckInSyncStateSet, batched 1 KiB"),
+                repl.rate, "msgs/s", ">= 0.6 x unreplicated", plain.rate,
+                note=f"{rounds.note()}; CPU us/msg: master, slave, slave, client = "
+                     f"{micro(repl.per_msg)}; whole group "
+                     f"{sum(repl.per_msg[:3]) * 1e6:.0f}; {cores(repl)}"),
             cpu_limit_row(NAME, "3 replicas", plain.rate, repl.per_msg),
             ceiling_ratio_row(NAME, plain, repl),
         ]
@@ -330,6 +392,7 @@ async def _run(root: Path) -> list[Row]:
         rows += failover_rows(NAME, "master", kills, hangs, failures, 0.5, 3.0)
         rows += direct_hang_row(NAME, "master", direct)
     finally:
+        await single.stop()
         await g.close()
     return rows
 
