@@ -44,7 +44,8 @@ from mqcluster_operator.manifests.meta import Owner
 from mqcluster_operator.models import BrokerGroupSpec, ControllerSpec
 from tests.procs import free_addr
 
-pytestmark = pytest.mark.slow
+# The first build on a machine makes the bases too: minutes, more than the default timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "tools" / "images" / "containers.conf"
