@@ -88,7 +88,9 @@ async def test_corruption_below_the_flushed_offset_is_reported(
     assert again.recovery is not None and again.recovery.corrupt
     assert again.recovery.truncated_at == bad.commitlog_offset
     assert "CRC mismatch" in again.recovery.reason
-    assert any("corrupt" in r.getMessage() for r in caplog.records)
+    assert any("commitlog damaged" in r.getMessage() and "4 record(s) lost" in r.getMessage()
+               for r in caplog.records)
+    assert again.recovery.records_lost == 4 and again.recovery.intact_lost == 3
     assert again.max_offset("T", 0) == 6
 
 

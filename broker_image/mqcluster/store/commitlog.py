@@ -522,7 +522,7 @@ class CommitLog:
                 report.damaged = [(pos, durable_offset)]
                 report.records_lost += 1
                 report.records_lost_exact = False
-            self._log_cut(report, bad_record, durable_offset)
+            self._log_cut(report, durable_offset)
         self.truncate(pos)
         report.max_offset = self.max_offset
         self.fsync_range(report.scanned_from, self.max_offset)
@@ -548,11 +548,12 @@ class CommitLog:
         report.damaged = found.damaged
 
     @staticmethod
-    def _log_cut(report: RecoveryReport, bad_record: bool, durable_offset: int) -> None:
+    def _log_cut(report: RecoveryReport, durable_offset: int) -> None:
+        """One line: an error where fsynced or intact records were lost, else a warning
+        (the torn tail of writes a crash interrupted, which nobody was told were stored)."""
         pos = report.truncated_at
-        what = ("damaged" if report.corrupt or report.intact_lost
-                else "torn tail" if bad_record else "data lost")
-        level = logging.ERROR if what != "torn tail" else logging.WARNING
+        damaged = report.corrupt or report.intact_lost > 0
+        what, level = ("damaged", logging.ERROR) if damaged else ("torn tail", logging.WARNING)
         lost = (f"{'' if report.records_lost_exact else 'at least '}{report.records_lost} "
                 f"record(s) lost from this replica ({report.intact_lost} intact, "
                 f"{len(report.damaged)} damaged region(s) "
