@@ -5,17 +5,21 @@ unreplicated broker in the same run.
 requests in flight): messages/s, p99 ack latency, and CPU microseconds per
 acknowledged message for every broker process and the client. The unreplicated
 broker's rate is the ``limit``: it and the DLedger group run side by side and are
-measured in ``DLEDGER_BENCH_ROUNDS`` alternating pairs of phases (default 3; medians),
+measured in ``DLEDGER_BENCH_ROUNDS`` alternating rounds (default 3, 2 with ``--quick``;
+``bench.alternating``: medians and each round's ratio, the side going first swapping),
 since the load other work puts on shared cores changes from one phase to the next.
+Every replica's DLedger indexes are read at the start and end of each DLedger phase;
+the row FAILED, saying why, when a replica fell out of one.
 Failover: the official client through an ``mqproxy`` (following the name server), one
 message at a time, the leader SIGKILLed ``DLEDGER_BENCH_KILLS`` times and SIGSTOPped
-``DLEDGER_BENCH_HANGS`` times (default 20 each): the longest gap between acknowledged
-sends around each fault, median and max.
+``DLEDGER_BENCH_HANGS`` times (default 20 each, 2 with ``--quick``): the longest gap
+between acknowledged sends around each fault, median and max.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import statistics
@@ -24,6 +28,7 @@ from pathlib import Path
 
 import bench.ha_bench as ha
 from bench import Row
+from bench.alternating import PLAIN, Rounds, dledger_problem, order
 from bench.broker_bench import BrokerProcess
 from mqcluster.client.errors import BrokerError
 from tests.broker.procs import start_proxy
@@ -33,7 +38,9 @@ from tests.ha.dledger_cluster import DLedgerProcessGroup
 log = logging.getLogger(__name__)
 
 NAME = "dledger"
-ROUNDS = int(os.environ.get("DLEDGER_BENCH_ROUNDS", "3"))
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+ROUNDS = int(os.environ.get("DLEDGER_BENCH_ROUNDS", "2" if QUICK else "3"))
+FAULTS_DEFAULT = "2" if QUICK else "20"
 
 
 def cpu_note(names: list[str], per_msg: list[float]) -> str:
@@ -97,11 +104,28 @@ async def built_note(g: DLedgerProcessGroup) -> str:
             f"{counts['rebuilt']}")
 
 
-async def _group_phase(g: DLedgerProcessGroup) -> tuple[float, list[float], float]:
+async def statuses(g: DLedgerProcessGroup) -> list[dict[str, object] | None]:
+    out: list[dict[str, object] | None] = []
+    for i in range(len(g.brokers)):
+        try:
+            out.append(await asyncio.wait_for(g.status(i), 5))
+        except Exception:
+            out.append(None)
+    return out
+
+
+async def _group_phase(g: DLedgerProcessGroup
+                       ) -> tuple[tuple[float, list[float], float], str | None]:
+    """One phase against the leader, every replica's indexes read at its start and
+    end; why a replica was not in it throughout, if one was not."""
+    with contextlib.suppress(TimeoutError):
+        await g.wait_caught_up(30)
+    start = await statuses(g)
     leader = await g.wait_leader()
     pids = [b.proc.pid for b in g.brokers if b.proc is not None]
-    order = [leader] + [i for i in range(3) if i != leader]
-    return await ha.batched(g.brokers[leader].addr, [pids[i] for i in order] + [os.getpid()])
+    ranks = [leader] + [i for i in range(3) if i != leader]
+    run = await ha.batched(g.brokers[leader].addr, [pids[i] for i in ranks] + [os.getpid()])
+    return run, dledger_problem(start, await statuses(g))
 
 
 async def _run(root: Path) -> list[Row]:
@@ -112,9 +136,9 @@ async def _run(root: Path) -> list[Row]:
         await ctl.wait_ready()
         m = await ctl.wait_master()
         pids = [b.proc.pid for b in ctl.brokers if b.proc is not None]
-        order = [m] + [i for i in range(3) if i != m]
+        ranks = [m] + [i for i in range(3) if i != m]
         ctl_rate, ctl_cpu, ctl_p99 = await ha.batched(ctl.brokers[m].addr,
-                                                      [pids[i] for i in order] + [os.getpid()])
+                                                      [pids[i] for i in ranks] + [os.getpid()])
     finally:
         await ctl.close()
 
@@ -130,26 +154,34 @@ async def _run(root: Path) -> list[Row]:
         # Alternating phases: what else the shared cores run changes within seconds,
         # and hits both sides of each pair alike.
         plain_runs, group_runs = [], []
+        rounds = Rounds()
         repeated = 0
-        for _ in range(ROUNDS):
-            plain_runs.append(await ha.batched(single.addr, [single.proc.pid, os.getpid()]))
-            while True:
-                try:
-                    group_runs.append(await _group_phase(g))
-                    break
-                except BrokerError as exc:
-                    # Elected anew mid-phase (a replica starved of CPU for longer than
-                    # the election timeout): counted and shown, and the phase repeated.
-                    repeated += 1
-                    if repeated > 2 * ROUNDS:
-                        raise
-                    log.warning("DLedger phase repeated: %s", exc)
+        for k in range(ROUNDS):
+            for side in order(k):
+                if side == PLAIN:
+                    plain_runs.append(await ha.batched(single.addr,
+                                                       [single.proc.pid, os.getpid()]))
+                    rounds.plain.append(plain_runs[-1][0])
+                    continue
+                while True:
+                    try:
+                        run, problem = await _group_phase(g)
+                        break
+                    except BrokerError as exc:
+                        # Elected anew mid-phase (a replica starved of CPU for longer
+                        # than the election timeout): counted and shown, and the phase
+                        # repeated.
+                        repeated += 1
+                        if repeated > 2 * ROUNDS:
+                            raise
+                        log.warning("DLedger phase repeated: %s", exc)
+                group_runs.append(run)
+                rounds.replicated.append(run[0])
+                rounds.add_problem(k, problem)
         await single.stop()
         written = (copies_on_disk(root / "dledger"), copies_on_disk(root / "single"))
         plain, plain_cpu, plain_p99 = _median_run(plain_runs)
         rate, per_msg, p99 = _median_run(group_runs)
-        pairs = ", ".join(f"{d[0] / p[0]:.2f}" for p, d in zip(plain_runs, group_runs,
-                                                                strict=True))
         rows.append(Row(NAME, "unreplicated broker, batched 1 KiB", plain, "msgs/s",
                         note=f"median of {ROUNDS} phases alternating with the DLedger group's; "
                              f"p99 ack {plain_p99:.1f} ms; "
@@ -157,17 +189,17 @@ async def _run(root: Path) -> list[Row]:
         rows.append(Row(NAME, "controller mode, allAckInSyncStateSet, batched 1 KiB", ctl_rate,
                         "msgs/s", "", plain, note=f"p99 ack {ctl_p99:.1f} ms; " + cpu_note(
                             ["master", "slave", "slave", "client"], ctl_cpu)))
-        rows.append(Row(NAME, "DLedger group of 3, batched 1 KiB", rate, "msgs/s",
-                        ">= 0.5 x unreplicated", plain, note=f"median of {ROUNDS}; ratio in "
-                        f"each pair of phases {pairs}; phases repeated after a leader change "
+        rows.append(Row(NAME, rounds.metric("DLedger group of 3, batched 1 KiB"), rate,
+                        "msgs/s", ">= 0.5 x unreplicated", plain,
+                        note=f"{rounds.note()}; phases repeated after a leader change "
                         f"{repeated}; p99 ack {p99:.1f} ms; "
                         + cpu_note(["leader", "follower", "follower", "client"], per_msg)
                         + "; " + await built_note(g)))
         rows.append(ha.cpu_limit_row(NAME, "DLedger group of 3", plain, per_msg))
         rows.append(cpu_bound_ratio_row(per_msg, plain_cpu))
         rows.append(copies_row(*written))
-        n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", "20"))
-        n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", "20"))
+        n_kills = int(os.environ.get("DLEDGER_BENCH_KILLS", FAULTS_DEFAULT))
+        n_hangs = int(os.environ.get("DLEDGER_BENCH_HANGS", FAULTS_DEFAULT))
         if n_kills or n_hangs:
             assert g.namesrv is not None
             proxy = await start_proxy(root, "dledger-a", namesrvAddr=g.namesrv.addr)
