@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import kmock
 import kopf
@@ -101,9 +101,18 @@ class FakeUpgradeDriver:
         return []
 
 
+class ObjectStore(Protocol):
+    """The objects as the tests read them: the emulator's own, or the real control
+    plane's as watched (realplane.mirror.Mirror)."""
+
+    def live(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+    def all(self, plural: str) -> list[dict[str, Any]]: ...
+
+
 @dataclass
 class Harness:
-    emulator: Emulator
+    emulator: ObjectStore
     api: Api
     fake: FakeClusters
 
@@ -132,12 +141,14 @@ class Harness:
 
 @dataclass
 class Cluster:
-    """An emulated API server that may outlive one operator run (a restarted operator
-    finds the same objects)."""
+    """An API server that may outlive one operator run (a restarted operator finds the
+    same objects): the emulator, or the real control plane (realplane.cluster)."""
 
-    emulator: Emulator
+    emulator: ObjectStore
     url: str
     api: Api
+    connection: kopf.ConnectionInfo | None = None
+    """The operator's credentials (the emulator needs none)."""
 
 
 @contextlib.asynccontextmanager
@@ -167,7 +178,7 @@ async def running_operator(
             yield h
         return
     fake = FakeClusters()
-    url = cluster.url
+    connection = cluster.connection or kopf.ConnectionInfo(server=cluster.url)
     registry = kopf.OperatorRegistry()
     handlers.register(registry, reconcile_interval=reconcile_interval, backoff=0.5)
     settings = kopf.OperatorSettings()
@@ -177,7 +188,7 @@ async def running_operator(
     settings.background.cancellation_polling = 0.5
     settings.posting.enabled = False
     memo = kopf.Memo(
-        connect=lambda **_: kopf.ConnectionInfo(server=url),
+        connect=lambda **_: connection,
         probe_factory=probe_factory or fake.factory,
         **({} if probe_factory else {"upgrade_driver": FakeUpgradeDriver(fake)}),
         applied=AppliedCache(reapply_seconds),

@@ -1,31 +1,31 @@
-"""The whole loop for epoch files: kopf against the emulator, a controller-mode group
-run as real processes by the local kubelet; one replica's epoch file is forged while
-its pod is stopped, the operator reports ``Degraded, reason=EpochConflict`` naming it,
+"""The whole loop for epoch files on the real control plane: kopf against the real API
+server, a controller-mode group whose pods the node agent runs as real processes; one
+replica's epoch file is forged while its pod is stopped, the operator reports
+``Degraded, reason=EpochConflict`` naming it,
 and an approved wipe brings the replica back into the SyncStateSet."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mqcluster.client.admin import AdminClient
 from mqcluster.store.epoch_file import EpochEntry, encode
-from mqcluster_operator.k8s import Ref
 
+from .realplane.controlplane import Kube
+from .realplane.node_agent import NodeAgent
 from .test_migration_full_loop import Loop, running_loop, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-NS = "migrate"  # Loop's namespace
 BG = "brokergroups.v1alpha1.mqcluster.io"
 
 
 @pytest.fixture
-async def loop(tmp_path: Path) -> AsyncIterator[Loop]:
-    async with running_loop(tmp_path) as the_loop:
+async def loop(kube: Kube, node_agent: NodeAgent) -> AsyncIterator[Loop]:
+    async with running_loop(kube, node_agent) as the_loop:
         yield the_loop
 
 
@@ -66,16 +66,17 @@ async def test_a_replica_with_a_foreign_epoch_history_is_reported_then_wiped_on_
 
     # Condition, status field and event are written one after the other.
     await h.eventually(lambda: degraded(loop).get("reason") == "EpochConflict"
-                       and loop.status().get("epochConflicts") and h.events("EpochConflict", NS),
+                       and loop.status().get("epochConflicts")
+                       and h.events("EpochConflict", loop.ns),
                        timeout=60, what=lambda: f"EpochConflict; status {loop.status()}")
     assert victim in degraded(loop)["message"]
     assert loop.status()["epochConflicts"] == [victim]
-    warnings = [e["message"] for e in h.events("EpochConflict", NS) if e["type"] == "Warning"]
+    warnings = [e["message"] for e in h.events("EpochConflict", loop.ns) if e["type"] == "Warning"]
     assert any(m.startswith(f"{victim} shares no epoch") for m in warnings)
     # The broker stays up and waits for a decision instead of crash-looping.
     assert loop.kubelet.started.count(victim) == starts + 1 and victim in loop.kubelet.running
 
-    await h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+    await h.api.patch(loop.bg,
                       {"metadata": {"annotations": {"mqcluster.io/wipe-replica": victim}}})
     await h.eventually(lambda: degraded(loop).get("status") == "False"
                        and not loop.status().get("epochConflicts")
@@ -83,7 +84,7 @@ async def test_a_replica_with_a_foreign_epoch_history_is_reported_then_wiped_on_
                        and epochs_of(loop, victim)
                        and epochs_of(loop, victim)[0]["epoch"] != 77, timeout=90,
                        what=lambda: f"the wiped replica back in sync; status {loop.status()}")
-    annotations = (h.obj(BG, "bg", NS) or {})["metadata"].get("annotations") or {}
+    annotations = (h.obj(BG, "bg", loop.ns) or {})["metadata"].get("annotations") or {}
     assert "mqcluster.io/wipe-replica" not in annotations
     assert loop.kubelet.started.count(victim) == starts + 2
 

@@ -1,6 +1,7 @@
-"""The whole loop: kopf against the emulator, StatefulSets run as real processes by the
-local kubelet, a DLedger group with a topic, a subscription group and a consumer
-migrated to controller mode by changing ``spec.mode``."""
+"""The whole loop on the real control plane: kopf against the real API server, the real
+StatefulSet controller's pods run as real processes by the node agent, a DLedger group
+with a topic, a subscription group and a consumer migrated to controller mode by
+changing ``spec.mode``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,19 +24,20 @@ from mqcluster_operator.epochs import ReplicaEpochs
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.migration_driver import AdminDriver
 
-from .kopf_harness import Cluster, FakeClusters, Harness, emulated_cluster, running_operator
-from .kubelet import LocalKubelet
+from .kopf_harness import Cluster, FakeClusters, Harness, running_operator
+from .realplane.cluster import real_cluster
+from .realplane.controlplane import Kube
+from .realplane.node_agent import NodeAgent
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-NS = "migrate"
 BG = "brokergroups.v1alpha1.mqcluster.io"
 TOPIC, GROUP = "LoopTopic", "LoopGroup"
 
 
 @dataclass
 class ResolvingDriver:
-    kubelet: LocalKubelet
+    kubelet: NodeAgent
     inner: AdminDriver
 
     async def set_writes(self, brokers: Sequence[str], on: bool) -> None:
@@ -67,21 +68,29 @@ class ResolvingDriver:
 @dataclass
 class Loop:
     h: Harness
-    kubelet: LocalKubelet
+    kubelet: NodeAgent
     cluster: Cluster
     driver: ResolvingDriver
     operator: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
+    @property
+    def ns(self) -> str:
+        return self.kubelet.namespace
+
+    @property
+    def bg(self) -> Ref:
+        return Ref("mqcluster.io/v1alpha1", "BrokerGroup", self.ns, "bg")
+
     def status(self) -> dict[str, Any]:
-        return (self.h.obj(BG, "bg", NS) or {}).get("status") or {}
+        return (self.h.obj(BG, "bg", self.ns) or {}).get("status") or {}
 
     async def create_group(self, mode: str, **spec: Any) -> None:
         """A Controller ``mqc`` (embedded in one name server) and a BrokerGroup ``bg`` of 3."""
         await self.h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
-                                 "metadata": {"name": "mqc", "namespace": NS},
+                                 "metadata": {"name": "mqc", "namespace": self.ns},
                                  "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
         await self.h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
-                                 "metadata": {"name": "bg", "namespace": NS},
+                                 "metadata": {"name": "bg", "namespace": self.ns},
                                  "spec": {"mode": mode, "replicas": 3,
                                           "controllerRef": {"name": "mqc"}, **spec}})
 
@@ -111,36 +120,35 @@ class Loop:
 
     async def restart_operator(self) -> None:
         """Stops the operator (its memory goes with it) and starts a new one; the
-        emulator and the pods' processes go on."""
+        API server and the pods' processes go on."""
         await self.operator.aclose()
         self.operator = contextlib.AsyncExitStack()
         await self.start_operator()
 
 
 @pytest.fixture
-async def loop(tmp_path: Path) -> AsyncIterator[Loop]:
-    async with running_loop(tmp_path) as the_loop:
+async def loop(kube: Kube, node_agent: NodeAgent) -> AsyncIterator[Loop]:
+    async with running_loop(kube, node_agent) as the_loop:
         yield the_loop
 
 
 @contextlib.asynccontextmanager
-async def running_loop(tmp_path: Path) -> AsyncIterator[Loop]:
-    """The operator and the local kubelet on one emulator (the operator restartable)."""
-    async with emulated_cluster() as cluster:
-        kubelet = LocalKubelet(cluster.api, cluster.emulator, NS, tmp_path)
-        harness = Harness(cluster.emulator, cluster.api, FakeClusters())
-        the_loop = Loop(harness, kubelet, cluster, ResolvingDriver(kubelet, AdminDriver()))
+async def running_loop(kube: Kube, agent: NodeAgent) -> AsyncIterator[Loop]:
+    """The operator (restartable) on the real control plane; the node agent runs the pods
+    of its namespace."""
+    cluster = real_cluster(kube, agent.mirror)
+    harness = Harness(cluster.emulator, cluster.api, FakeClusters())
+    the_loop = Loop(harness, agent, cluster, ResolvingDriver(agent, AdminDriver()))
+    try:
         await the_loop.start_operator()
-        await kubelet.start()
-        try:
-            yield the_loop
-        except BaseException:
-            for pod in sorted(kubelet.running):
-                print(f"--- {pod}\n{kubelet.running[pod].proc.log_tail(15)}")
-            raise
-        finally:
-            await the_loop.operator.aclose()
-            await kubelet.close()
+        yield the_loop
+    except BaseException:
+        for pod in sorted(agent.running):
+            print(f"--- {pod}\n{agent.running[pod].proc.log_tail(15)}")
+        raise
+    finally:
+        await the_loop.operator.aclose()
+        await cluster.api.close()
 
 
 async def send(namesrv: str, bodies: list[str], topic: str = TOPIC) -> None:
@@ -188,7 +196,7 @@ async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(lo
     first = await consume(loop.namesrv, 10)
     assert 10 <= first <= 30
 
-    await h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+    await h.api.patch(loop.bg,
                       {"spec": {"mode": "Controller"}})
     await h.eventually(lambda: loop.step() == "Draining", what="Draining")
     await h.eventually(lambda: "left to consume" in (loop.status().get("migration") or {})
@@ -205,9 +213,9 @@ async def test_changing_spec_mode_migrates_a_dledger_group_to_controller_mode(lo
     migrating = next(c for c in status["conditions"] if c["type"] == "Migrating")
     assert (migrating["status"], migrating["reason"]) == ("False", "Completed")
     # The event follows the status write that the test has just seen.
-    messages = await h.eventually(lambda: [e["message"] for e in h.events("Migration", NS)
+    messages = await h.eventually(lambda: [e["message"] for e in h.events("Migration", loop.ns)
                                            if "migration completed" in e["message"]]
-                                  and [e["message"] for e in h.events("Migration", NS)],
+                                  and [e["message"] for e in h.events("Migration", loop.ns)],
                                   what="the completion event")
     assert any("started: writes off" in m for m in messages)
     await assert_migrated_keeping_the_topic(loop)
@@ -236,7 +244,7 @@ async def test_an_operator_restarted_while_draining_and_while_restarting_resumes
     first = await consume(loop.namesrv, 1)
     await send(loop.namesrv, [f"n{i}" for i in range(10)])  # lag stays above 0 until consumed
 
-    await h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+    await h.api.patch(loop.bg,
                       {"spec": {"mode": "Controller"}})
     await h.eventually(lambda: "left to consume" in (loop.status().get("migration") or {})
                        .get("progress", ""), what="drain progress")
@@ -250,9 +258,9 @@ async def test_an_operator_restarted_while_draining_and_while_restarting_resumes
     await h.eventually(lambda: loop.step() == "Done", timeout=120, what=loop.describe)
 
     assert loop.status()["migration"]["id"] == started["id"]  # the same migration, resumed
-    messages = await h.eventually(lambda: [e["message"] for e in h.events("Migration", NS)
+    messages = await h.eventually(lambda: [e["message"] for e in h.events("Migration", loop.ns)
                                            if "migration completed" in e["message"]]
-                                  and [e["message"] for e in h.events("Migration", NS)],
+                                  and [e["message"] for e in h.events("Migration", loop.ns)],
                                   what="the completion event")
     assert sum("started: writes off" in m for m in messages) == 1
     assert sum("migration completed" in m for m in messages) == 1

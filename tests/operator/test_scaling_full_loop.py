@@ -1,30 +1,29 @@
-"""The whole loop for scaling: kopf against the emulator, a controller-mode group run
-as real processes by the local kubelet, scaled 3 -> 2 -> 3 with the master on the
+"""The whole loop for scaling on the real control plane: kopf against the real API
+server, a controller-mode group whose pods (the real StatefulSet controller's) the node
+agent runs as real processes, scaled 3 -> 2 -> 3 with the master on the
 removed ordinal and ``reclaimPolicy: Delete``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mqcluster.admin import commands
 from mqcluster.client.admin import AdminClient
-from mqcluster_operator.k8s import Ref
 
+from .realplane.controlplane import Kube
+from .realplane.node_agent import NodeAgent
 from .test_migration_full_loop import Loop, running_loop, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
-NS = "migrate"  # Loop's namespace
-BG = Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg")
 
 
 @pytest.fixture
-async def loop(tmp_path: Path) -> AsyncIterator[Loop]:
-    async with running_loop(tmp_path) as the_loop:
+async def loop(kube: Kube, node_agent: NodeAgent) -> AsyncIterator[Loop]:
+    async with running_loop(kube, node_agent) as the_loop:
         yield the_loop
 
 
@@ -46,7 +45,7 @@ async def test_scaling_3_to_2_to_3_moves_the_master_retires_the_replica_and_resy
                        what=lambda: f"a full SyncStateSet; status {loop.status()}")
     # The master on the ordinal a scale-down removes.
     if loop.status()["masterPod"] != "bg-2":
-        await h.api.patch(BG, {"metadata": {"annotations": {"mqcluster.io/switchover-to":
+        await h.api.patch(loop.bg, {"metadata": {"annotations": {"mqcluster.io/switchover-to":
                                                             "bg-2"}}})
         await h.eventually(lambda: loop.status().get("masterPod") == "bg-2", timeout=60,
                            what=lambda: f"bg-2 master; status {loop.status()}")
@@ -55,18 +54,18 @@ async def test_scaling_3_to_2_to_3_moves_the_master_retires_the_replica_and_resy
         await admin.create_topic("ScaleTopic", 2, broker_addr=addr)
     await send(loop.namesrv, [f"s{i}" for i in range(20)], "ScaleTopic")
     await h.eventually(lambda: "bg-2" in loop.kubelet.running and h.obj(
-        "v1/persistentvolumeclaims", "data-bg-2", NS), what="bg-2's claim")
+        "v1/persistentvolumeclaims", "data-bg-2", loop.ns), what="bg-2's claim")
 
-    await h.api.patch(BG, {"spec": {"replicas": 2}})
+    await h.api.patch(loop.bg, {"spec": {"replicas": 2}})
     # The record moves on (a later catch-up replaces it); the events stay.
-    messages = await h.eventually(lambda: [e["message"] for e in h.events("Scaling", NS)
+    messages = await h.eventually(lambda: [e["message"] for e in h.events("Scaling", loop.ns)
                                            if "scaled down to 2" in e["message"]]
-                                  and [e["message"] for e in h.events("Scaling", NS)],
+                                  and [e["message"] for e in h.events("Scaling", loop.ns)],
                                   timeout=120, what=lambda: f"scaled down; {loop.status()}")
     assert any("switching the master over" in m for m in messages)
     assert loop.status()["masterPod"] in ("bg-0", "bg-1")
     assert "bg-2" not in loop.kubelet.running
-    assert h.obj("v1/persistentvolumeclaims", "data-bg-2", NS) is None  # reclaimPolicy Delete
+    assert h.obj("v1/persistentvolumeclaims", "data-bg-2", loop.ns) is None  # reclaimPolicy Delete
     info = await commands._cluster_info(loop.namesrv)
     registered = info.brokerAddrTable["bg"].brokerAddrs.values()
     assert not any(a.startswith(loop.kubelet.ip_of("bg-2") + ":") for a in registered)
@@ -74,7 +73,7 @@ async def test_scaling_3_to_2_to_3_moves_the_master_retires_the_replica_and_resy
                        == ["bg-0", "bg-1"], timeout=60,
                        what=lambda: f"bg-2 out of the SyncStateSet; status {loop.status()}")
 
-    await h.api.patch(BG, {"spec": {"replicas": 3}})
+    await h.api.patch(loop.bg, {"spec": {"replicas": 3}})
     await h.eventually(lambda: len(loop.status().get("syncStateSet") or []) == 3
                        and max_offset(loop, "bg-2") is not None
                        and max_offset(loop, "bg-2") == max_offset(loop, loop.status()["masterPod"])
