@@ -155,3 +155,15 @@ async def test_an_unreadable_layout_record_is_named(
     (root / "storeLayout.json").write_text("{not json")
     with pytest.raises(StoreLayoutError, match=r"storeLayout\.json: unreadable"):
         store_factory(root=root).open()
+
+
+async def test_directories_and_hidden_files_beside_the_segments_are_left_alone(
+        store_factory: StoreFactory, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    await filled(store_factory, root)
+    (root / "commitlog" / "lost+found").mkdir()  # the commitlog on a file system of its own
+    (root / "commitlog" / ".nfs000123").write_bytes(b"x")
+    again = store_factory(root=root)
+    await again.start()
+    assert again.max_offset("T", 0) == 60
+    assert (root / "commitlog" / "lost+found").is_dir()
