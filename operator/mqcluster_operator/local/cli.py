@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import sys
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ import yaml
 from .inspect import group_state
 from .plan import PlanError, plan, read_manifests
 from .runner import BootError, LocalCluster, Running
+from .watch import watch
 
 DEFAULT_STATE = ".mqcluster-local"
 
@@ -56,6 +58,8 @@ def status(args: argparse.Namespace) -> int:
     if not cluster.processes:
         print("no local cluster is up")
         return 1
+    if args.watch:
+        return watch_status(cluster, args)
     for p in cluster.processes:
         print(f"{p.name:<14} {p.kind:<10} {p.ip:<16} pid {p.pid:<8} "
               f"{'alive' if p.alive else 'DEAD'}")
@@ -73,6 +77,24 @@ def status(args: argparse.Namespace) -> int:
               f"{'epoch' if st.mode == 'Controller' else 'term'} {st.epoch}, "
               f"in sync: {', '.join(st.in_sync) or 'none'}")
     return 0
+
+
+def watch_status(cluster: LocalCluster, args: argparse.Namespace) -> int:
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
+        asyncio.run(watch(cluster.processes, args.interval, args.iterations, write,
+                          clear=sys.stdout.isatty()))
+    return 0
+
+
+def positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
 
 
 def down(args: argparse.Namespace) -> int:
@@ -101,6 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("-f", "--file", action="append", required=True,
                            help="a manifest file (repeat for several)")
             a.add_argument("--ip-prefix", help="127.x.y network to use (default: a random one)")
+        if name == "status":
+            a.add_argument("--watch", action="store_true",
+                           help="a live view of the groups: master, epoch, in-sync replicas, "
+                                "each replica's role and offset, message rates (Ctrl-C stops)")
+            a.add_argument("--interval", type=positive, default=1.0,
+                           help="seconds between two views with --watch (default 1)")
+            a.add_argument("--iterations", type=int, default=None,
+                           help="with --watch: stop after this many views (default: never)")
         a.set_defaults(fn=fn)
     return p
 

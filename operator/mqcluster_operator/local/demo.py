@@ -5,13 +5,16 @@ DLedger group of 3, every process on its own 127.x.y.z address with the config t
 operator would render for its pod. In each group the official RocketMQ 5 client
 sends through the group's endpoints while the master (leader) is SIGKILLed; the demo
 prints who was elected and how soon, the longest pause between acknowledged sends,
-and checks that a consumer receives every acknowledged message. Everything is
-stopped and removed at the end, also after an error or Ctrl-C.
+and checks that a consumer receives every acknowledged message; meanwhile lines of
+the live view (`mqcluster local status --watch`) show the master, the epoch, the
+in-sync replicas and the rates change. Everything is stopped and removed at the end,
+also after an error or Ctrl-C.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sys
 import tempfile
@@ -27,6 +30,7 @@ from .cli import load, random_prefix
 from .inspect import GroupState, group_state
 from .plan import plan, read_manifests
 from .runner import LocalCluster, Running
+from .watch import Rates, headline, look
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 MANIFESTS = ("controller-embedded.yaml", "brokergroup-controller.yaml",
@@ -130,7 +134,38 @@ async def until(check: Callable[[], bool], timeout: float) -> None:
         await asyncio.sleep(0.05)
 
 
+async def live_view(replicas: list[Running], say: Say, stop: asyncio.Event,
+                    every: float = 2.0) -> None:
+    """What ``mqcluster local status --watch`` shows of the group, as lines: at once when
+    the master, the epoch or the in-sync replicas change, else every ``every`` seconds."""
+    rates = Rates()
+    last: object = None
+    said = 0.0
+    while not stop.is_set():
+        views = await look(replicas)
+        now = time.monotonic()
+        if views:
+            view, rate = views[0], rates.update(views[0], now)
+            if view.headline() != last or now - said >= every:
+                say("  live: " + headline(view, rate))
+                last, said = view.headline(), now
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.2)
+
+
 async def failover(cluster: LocalCluster, group: str, say: Say) -> bool:
+    stop = asyncio.Event()
+    replicas = [p for p in cluster.processes if p.group == group]
+    viewer = asyncio.create_task(live_view(replicas, say, stop))
+    try:
+        return await _failover(cluster, group, say)
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await viewer
+
+
+async def _failover(cluster: LocalCluster, group: str, say: Say) -> bool:
     replicas = [p for p in cluster.processes if p.group == group]
     first = await wait_state(replicas, lambda s: s.master is not None and len(s.in_sync) == 3,
                              f"{group}: a master and all 3 replicas in sync", say)
