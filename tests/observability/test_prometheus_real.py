@@ -3,7 +3,7 @@ and a controller-mode group of 3 (``examples/``, as ``mqcluster local up`` runs 
 ``mqproxy`` in front of the group and the operator's exporter. The official client sends
 and consumes and the master is SIGKILLed; then every dashboard query must return data,
 every alert expression must evaluate, and every metric either names must have series: a
-misspelt name fails."""
+misspelt name fails. Last, the whole group is killed and MQClusterNoMaster goes pending."""
 
 from __future__ import annotations
 
@@ -247,6 +247,13 @@ async def test_dashboards_and_alerts_against_a_real_prometheus(
         "typo: no series named rocketmq_broker_is_mastr"]
     say(f"{len(dashboards)} dashboard queries returned data; {len(alert_queries())} alert "
         f"expressions evaluated")
+
+    # The rest of the group killed: no replica is left to say it is master, the controllers
+    # elect nobody and clear the master, and Prometheus' MQClusterNoMaster goes pending.
+    for p in replicas:
+        cluster.kill(p.name)
+    await until(lambda: prom.query(
+        f'ALERTS{{alertname="MQClusterNoMaster", broker="{group}"}}'), "MQClusterNoMaster", 60)
 
     rules = prom.get("/api/v1/rules")["groups"]
     alerting = [r for g in rules for r in g["rules"] if r["type"] == "alerting"]
