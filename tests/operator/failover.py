@@ -2,9 +2,11 @@
 
 Controllers are real ``mqcontroller`` processes; brokers are
 ``StandInBroker``s (register and heartbeat through the real protocol) bound to
-127.0.0.x, the IPs of their emulated pods. Closing the master stand-in makes
-the controllers elect the slave; the operator, running against the emulator
-with the real ``RemotingControllerProbe``, relabels the pods.
+127.0.0.x, the IPs of their pods, which the test creates on the real control plane
+(Ready, with those IPs, through the status subresource; the StatefulSet the operator
+makes adopts them). Closing the master stand-in makes the controllers elect the slave;
+the operator, running against the real API server with the real
+``RemotingControllerProbe``, relabels the pods.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from mqcluster.controller.localcluster import LocalControllerCluster
 from mqcluster.controller.standin import StandInBroker
 from mqcluster_operator import names
 from mqcluster_operator.election_probes import ProbeTarget, RemotingControllerProbe
+from mqcluster_operator.k8s import Ref
 
 from .kopf_harness import Harness, running_operator
+from .realplane.cluster import kube_cluster
+from .realplane.controlplane import Kube
 
 CLUSTER = "DefaultCluster"
 
@@ -51,8 +56,16 @@ class Scenario:
                 names.LABEL_NAME: "mqcluster-broker", names.LABEL_INSTANCE: group,
                 names.LABEL_COMPONENT: "broker"}},
             "spec": {"containers": [{"name": "broker", "image": "mqcluster/broker:0.1.0"}]},
-            "status": {"podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]},
+            "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                       "conditions": [{"type": "Ready", "status": "True"}]},
         }
+
+    async def create_pod(self, group: str, ordinal: int, ip: str) -> None:
+        """The pod, then its status (the API server ignores a status sent on create)."""
+        pod = self.pod(group, ordinal, ip)
+        await self.h.api.create(pod)
+        await self.h.api.patch(Ref("v1", "Pod", self.ns, pod["metadata"]["name"]),
+                               {"status": pod["status"]}, "status")
 
     async def group(self, name: str, first_ip: int) -> tuple[StandInBroker, StandInBroker]:
         """A BrokerGroup with a master and an in-sync slave stand-in; master is pod 0."""
@@ -64,7 +77,7 @@ class Scenario:
             for i, ip in enumerate(ips)
         ]
         for i, ip in enumerate(ips):
-            await self.h.api.create(self.pod(name, i, ip))
+            await self.create_pod(name, i, ip)
         reg = await brokers[0].start()
         await brokers[1].start()
         await brokers[1].client.alter_sync_state_set(
@@ -91,8 +104,9 @@ class Scenario:
 
 @contextlib.asynccontextmanager
 async def failover_scenario(
-    workdir: Path, controllers: int = 1, ns: str = "failover"
+    workdir: Path, kube: Kube, ns: str, controllers: int = 1,
 ) -> AsyncIterator[Scenario]:
+    """On the real control plane ``kube`` (CRDs applied), in namespace ``ns``."""
     addrs = [f"127.0.0.{10 + i}:{free_port(f'127.0.0.{10 + i}')}" for i in range(controllers)]
     cluster = LocalControllerCluster(
         addrs, workdir / "controllers", options={"scanNotActiveBrokerInterval": "200"},
@@ -105,7 +119,8 @@ async def failover_scenario(
     cluster.start_all()
     try:
         await cluster.wait_active(timeout=30)
-        async with running_operator(probe_factory=factory) as h:
+        async with kube_cluster(kube, ns) as plane, \
+                running_operator(probe_factory=factory, cluster=plane) as h:
             await h.api.create({
                 "apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
                 "metadata": {"name": "mqc", "namespace": ns},
@@ -114,3 +129,4 @@ async def failover_scenario(
             yield Scenario(h, cluster, ns, workdir)
     finally:
         cluster.kill_all()
+

@@ -1,4 +1,5 @@
-"""End to end: real controller, stand-in brokers, the operator following the election."""
+"""End to end on the real control plane: real controller, stand-in brokers, the operator
+following the election."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import pytest
 from mqcluster_operator import names
 
 from .failover import failover_scenario
+from .realplane.controlplane import Kube
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 BG = "brokergroups.v1alpha1.mqcluster.io"
 
 
-async def test_operator_follows_a_real_failover(tmp_path: Path) -> None:
-    async with failover_scenario(tmp_path) as sc:
+async def test_operator_follows_a_real_failover(tmp_path: Path, kube_crds: Kube,
+                                               kube_namespace: str) -> None:
+    async with failover_scenario(tmp_path, kube_crds, kube_namespace) as sc:
         master, slave = await sc.group("broker-a", first_ip=20)
         try:
             seconds = await sc.failover_seconds("broker-a", master)
@@ -36,10 +39,11 @@ async def test_operator_follows_a_real_failover(tmp_path: Path) -> None:
             await slave.close()
 
 
-async def test_prestop_hands_the_master_role_over(tmp_path: Path) -> None:
+async def test_prestop_hands_the_master_role_over(tmp_path: Path, kube_crds: Kube,
+                                                  kube_namespace: str) -> None:
     from mqcluster.broker.prestop import BrokerIdentity, hand_over
 
-    async with failover_scenario(tmp_path, ns="prestop") as sc:
+    async with failover_scenario(tmp_path, kube_crds, kube_namespace) as sc:
         master, slave = await sc.group("broker-b", first_ip=30)
         try:
             await sc.h.eventually(lambda: sc.role("broker-b-0") == "master", what="master")
@@ -57,10 +61,11 @@ async def test_prestop_hands_the_master_role_over(tmp_path: Path) -> None:
             await slave.close()
 
 
-async def test_operator_follows_failovers_in_many_groups(tmp_path: Path) -> None:
+async def test_operator_follows_failovers_in_many_groups(tmp_path: Path, kube_crds: Kube,
+                                                        kube_namespace: str) -> None:
     """20 groups on one shared controller poll: 5 failovers one by one, then 15 at once."""
     groups = [f"group-{i:02d}" for i in range(20)]
-    async with failover_scenario(tmp_path, ns="many") as sc:
+    async with failover_scenario(tmp_path, kube_crds, kube_namespace) as sc:
         brokers = [await sc.group(name, first_ip=20 + 2 * i) for i, name in enumerate(groups)]
         try:
             await sc.h.eventually(
@@ -94,7 +99,8 @@ async def test_operator_follows_failovers_in_many_groups(tmp_path: Path) -> None
                 await slave.close()
 
 
-async def test_operator_follows_a_sigkilled_master_process(tmp_path: Path) -> None:
+async def test_operator_follows_a_sigkilled_master_process(
+        tmp_path: Path, kube_crds: Kube, kube_namespace: str) -> None:
     """The master broker is its own process, killed with SIGKILL mid-heartbeat."""
     import json
     import subprocess
@@ -104,10 +110,10 @@ async def test_operator_follows_a_sigkilled_master_process(tmp_path: Path) -> No
 
     from .failover import CLUSTER
 
-    async with failover_scenario(tmp_path) as sc:
+    async with failover_scenario(tmp_path, kube_crds, kube_namespace) as sc:
         name, ips = "broker-k", ["127.0.0.40", "127.0.0.41"]
         for i, ip in enumerate(ips):
-            await sc.h.api.create(sc.pod(name, i, ip))
+            await sc.create_pod(name, i, ip)
         master = subprocess.Popen(
             [sys.executable, "-m", "mqcluster.controller.standin",
              "--controllers", sc.controllers.controller_addr, "--cluster", CLUSTER,

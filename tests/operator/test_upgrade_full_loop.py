@@ -1,5 +1,6 @@
-"""The whole loop of a rolling upgrade: kopf against the emulator, the StatefulSets run as
-real processes by the local kubelet, a 3-replica controller-mode group upgraded by
+"""The whole loop of a rolling upgrade on the real control plane: kopf against the real
+API server, the real StatefulSet controller's pods (OnDelete, revisions) run as real
+processes by the node agent, a 3-replica controller-mode group upgraded by
 changing ``spec.version`` while a producer runs (see ``upgrade_scenario``)."""
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from .realplane.controlplane import Kube
+from .realplane.node_agent import NodeAgent
 from .upgrade_scenario import (
-    NS,
     create_group,
     report,
     running,
@@ -21,8 +23,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 async def test_a_version_change_upgrades_the_group_slaves_first_without_losing_a_write(
-        tmp_path: Path) -> None:
-    async with running(tmp_path) as loop:
+        tmp_path: Path, kube: Kube, node_agent: NodeAgent) -> None:
+    async with running(tmp_path, kube, node_agent) as loop:
         run = await upgrade_with_producer(loop)
     print(report(run))
     old_master = run.masters[0]
@@ -42,8 +44,8 @@ async def test_a_version_change_upgrades_the_group_slaves_first_without_losing_a
 
 
 async def test_a_broken_image_stops_the_roll_and_the_fixed_one_replaces_the_stuck_pod_first(
-        tmp_path: Path) -> None:
-    async with running(tmp_path) as loop:
+        tmp_path: Path, kube: Kube, node_agent: NodeAgent) -> None:
+    async with running(tmp_path, kube, node_agent) as loop:
         await create_group(loop)
         master = loop.status()["masterPod"]
         loop.kubelet.broken_images.add("mqcluster/broker:broken")
@@ -64,15 +66,15 @@ async def test_a_broken_image_stops_the_roll_and_the_fixed_one_replaces_the_stuc
             lambda: (c := loop.upgrading()) and c[:2] == ("False", "UpToDate"),
             timeout=180, what=loop.describe)
         started = loop.kubelet.started[before:]
-        events = [e["message"] for e in loop.h.events("Upgrade", NS)]
+        events = [e["message"] for e in loop.h.events("Upgrade", loop.ns)]
     assert started[0] == stuck and sorted(started) == ["bg-0", "bg-1", "bg-2"]
     assert started[-1] == master
     assert any(f"replacing {stuck}, which cannot serve (ImagePullBackOff)" in e for e in events)
 
 
 async def test_a_dledger_group_hands_leadership_over_before_its_leader_restarts(
-        tmp_path: Path) -> None:
-    async with running(tmp_path) as loop:
+        tmp_path: Path, kube: Kube, node_agent: NodeAgent) -> None:
+    async with running(tmp_path, kube, node_agent) as loop:
         run = await upgrade_with_producer(loop, "DLedger")
     print(report(run))
     old_leader = run.masters[0]

@@ -1,8 +1,10 @@
 """A rolling upgrade of a 3-replica controller-mode group on real processes, with a producer
 running throughout: the scenario of ``test_upgrade_full_loop`` and ``python -m bench upgrade``.
 
-kopf runs the operator against the emulator; the local kubelet runs the StatefulSets as
-``mqnamesrv`` (with the controller embedded) and ``mqbroker`` processes. Once the group
+kopf runs the operator against the real control plane, whose StatefulSet controller makes
+the pods and the node agent runs them as ``mqnamesrv`` (with the controller embedded) and
+``mqbroker`` processes; without a control plane (``python -m bench upgrade``), against the
+emulator with the local kubelet. Once the group
 is up (allAckInSyncStateSet: a write is acknowledged when every SyncStateSet member has
 it), a producer sends one message at a time, retrying each until it is acknowledged,
 while ``spec.version`` changes. Then every message is consumed and compared with the
@@ -29,6 +31,9 @@ from mqcluster_operator.upgrade_driver import AdminUpgradeDriver
 
 from .kopf_harness import Harness, running_operator
 from .kubelet import LocalKubelet
+from .realplane.cluster import real_cluster
+from .realplane.controlplane import Kube
+from .realplane.node_agent import NodeAgent
 
 NS = "upgrade"
 BG = "brokergroups.v1alpha1.mqcluster.io"
@@ -63,11 +68,12 @@ class UpgradeRun:
 
 
 class Loop:
-    def __init__(self, h: Harness, kubelet: LocalKubelet) -> None:
+    def __init__(self, h: Harness, kubelet: LocalKubelet | NodeAgent) -> None:
         self.h, self.kubelet = h, kubelet
+        self.ns = kubelet.namespace
 
     def status(self) -> dict[str, Any]:
-        return (self.h.obj(BG, "bg", NS) or {}).get("status") or {}
+        return (self.h.obj(BG, "bg", self.ns) or {}).get("status") or {}
 
     def upgrading(self) -> tuple[str, str, str] | None:
         for cond in self.status().get("conditions") or []:
@@ -88,8 +94,11 @@ class Loop:
 
 
 @contextlib.asynccontextmanager
-async def running(workdir: Path, **intervals: Any) -> Any:
-    holder: dict[str, LocalKubelet] = {}
+async def running(workdir: Path, kube: Kube | None = None, agent: NodeAgent | None = None,
+                  **intervals: Any) -> Any:
+    """The operator and the pods: on the real control plane with ``kube`` and ``agent``,
+    else on the emulator with the local kubelet."""
+    holder: dict[str, LocalKubelet | NodeAgent] = {}
 
     def probes(target: ProbeTarget) -> Any:
         k = holder["kubelet"]
@@ -100,20 +109,29 @@ async def running(workdir: Path, **intervals: Any) -> Any:
     def resolve(address: str) -> str:
         return holder["kubelet"].resolve(address)
 
-    async with running_operator(probe_factory=probes,
-                                upgrade_driver=AdminUpgradeDriver(resolve), **intervals) as h:
-        # away from the addresses other full-loop tests take (they may run at the same time)
-        kubelet = LocalKubelet(h.api, h.emulator, NS, workdir, ip_base=IP_BASE)
-        holder["kubelet"] = kubelet
-        await kubelet.start()
-        try:
-            yield Loop(h, kubelet)
-        except BaseException:
-            for pod in sorted(kubelet.running):
-                print(f"--- {pod}\n{kubelet.running[pod].proc.log_tail(15)}")
-            raise
-        finally:
-            await kubelet.close()
+    cluster = real_cluster(kube, agent.mirror) if kube and agent else None
+    try:
+        async with running_operator(probe_factory=probes, cluster=cluster,
+                                    upgrade_driver=AdminUpgradeDriver(resolve),
+                                    **intervals) as h:
+            # away from the addresses other full-loop tests take (they may run at once)
+            kubelet = agent or LocalKubelet(h.api, h.emulator, NS, workdir,  # type: ignore[arg-type]
+                                            ip_base=IP_BASE)
+            holder["kubelet"] = kubelet
+            if agent is None:
+                await kubelet.start()
+            try:
+                yield Loop(h, kubelet)
+            except BaseException:
+                for pod in sorted(kubelet.running):
+                    print(f"--- {pod}\n{kubelet.running[pod].proc.log_tail(15)}")
+                raise
+            finally:
+                if agent is None:
+                    await kubelet.close()
+    finally:
+        if cluster is not None:
+            await cluster.api.close()
 
 
 async def produce(namesrv: str, run: UpgradeRun, stop: asyncio.Event) -> None:
@@ -156,10 +174,10 @@ async def create_group(loop: Loop, mode: str = "Controller") -> None:
     if mode == "Controller":
         group["allAckInSyncStateSet"] = True
     await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "Controller",
-                        "metadata": {"name": "mqc", "namespace": NS},
+                        "metadata": {"name": "mqc", "namespace": loop.ns},
                         "spec": {"replicas": 1, "deployment": "EmbeddedInNamesrv"}})
     await h.api.create({"apiVersion": "mqcluster.io/v1alpha1", "kind": "BrokerGroup",
-                        "metadata": {"name": "bg", "namespace": NS},
+                        "metadata": {"name": "bg", "namespace": loop.ns},
                         "spec": group})
     await h.eventually(lambda: loop.status().get("phase") == "Running"
                        and loop.status().get("masterPod")
@@ -168,7 +186,7 @@ async def create_group(loop: Loop, mode: str = "Controller") -> None:
 
 
 async def set_version(loop: Loop, version: str) -> None:
-    await loop.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", NS, "bg"),
+    await loop.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", loop.ns, "bg"),
                            {"spec": {"version": version}})
 
 
@@ -211,7 +229,7 @@ async def upgrade_with_producer(loop: Loop, mode: str = "Controller") -> Upgrade
     times = run.acked_at[acked_before - 1:]
     run.longest_gap = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
     run.started = loop.kubelet.started[before:]
-    run.events = [e["message"] for e in h.events("Upgrade", NS)]
+    run.events = [e["message"] for e in h.events("Upgrade", loop.ns)]
     run.consumed = await consume(loop.namesrv, set(run.acked))
     return run
 

@@ -27,6 +27,12 @@ Fixtures (registered in tests/operator/conftest.py; ask for them by name):
   ``all(plural)``. See node_agent.py for ``running``, ``started``, ``kill``, ``hold``,
   ``release``, ``broken_images``, ``resolve``.
 
+The operator in-process (kopf in its own thread, short intervals, fake or resolving
+probes) against the real API server: ``kopf_harness.running_operator(cluster=
+cluster.real_cluster(kube, node_agent.mirror), ...)`` (see test_migration_full_loop.py's
+``running_loop``); as the chart runs it (``kopf run`` with the Deployment's args, a token
+of the chart's ServiceAccount): test_chart_operator_real.py.
+
 A minimal test::
 
     async def test_something(kube_api, node_agent):

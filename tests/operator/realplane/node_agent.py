@@ -95,6 +95,8 @@ class NodeAgent:
     slots: dict[str, Slot] = field(default_factory=dict)
     volumes: dict[str, Path] = field(default_factory=dict)
     """Each pod's data directory as last started."""
+    _procs: list[Proc] = field(default_factory=list)
+    """Every process started: all are killed at close, whatever their task was doing."""
     _finalizing: set[str] = field(default_factory=set)
     _binding: set[str] = field(default_factory=set)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -134,9 +136,8 @@ class NodeAgent:
         for task in [*self._tasks, *(s.task for s in self.slots.values() if s.task)]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        for slot in self.slots.values():
-            if slot.proc is not None:
-                await slot.proc.kill()
+        for proc in self._procs:
+            await proc.kill()
         self.running.clear()
         with contextlib.suppress(ApiError, aiohttp.ClientError):
             await self.api.delete_path(f"/api/v1/nodes/{self.node}")
@@ -336,8 +337,10 @@ class NodeAgent:
             "apps.kubernetes.io/pod-index", name.rsplit("-", 1)[1]))
         root = self.volumes[name] = await self._volume(pod)
         statefulsets = self.mirror.all("apps/v1/statefulsets")
-        return await start_process(name, ordinal, spec, data.get("data") or {}, root,
+        proc = await start_process(name, ordinal, spec, data.get("data") or {}, root,
                                    self.ip_of(name), self.addresses.hosts(statefulsets))
+        self._procs.append(proc)
+        return proc
 
     async def _volume(self, pod: Obj) -> Path:
         """The pod's data directory: its first claim's, by the claim's uid."""
