@@ -31,8 +31,8 @@ import yaml
 
 from .chart_tools import kinds, template
 from .realplane.controlplane import Kube, KubeApi
-from .test_chart_operator_real import apply, established, free_port
-from .test_images_run import images, local_image, podman  # noqa: F401  (images: fixture)
+from .test_chart_operator_real import apply, established
+from .test_images_run import images, local_image, podman, port  # noqa: F401  (images: fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -156,8 +156,8 @@ async def test_operator_image_as_the_chart_runs_it_reconciles_on_the_real_api_se
     ns = kube_namespace
     # Free ports for the liveness and metrics endpoints: the container shares the host's
     # network with everything else on this machine.
-    objs = kinds(template(helm, f"operator.livenessPort={free_port()}",
-                          f"metrics.port={free_port()}", namespace=ns))
+    objs = kinds(template(helm, f"operator.livenessPort={port()}",
+                          f"metrics.port={port()}", namespace=ns))
     for obj in [o for kind in ("ClusterRole", "ClusterRoleBinding") for o in objs.get(kind, [])]:
         obj["metadata"]["name"] = f"{ns}-{obj['metadata']['name']}"
         if obj["kind"] == "ClusterRoleBinding":

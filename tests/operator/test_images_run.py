@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -42,7 +43,6 @@ from mqcluster_operator.manifests.broker import build_brokergroup
 from mqcluster_operator.manifests.controller import build_controller, controller_view
 from mqcluster_operator.manifests.meta import Owner
 from mqcluster_operator.models import BrokerGroupSpec, ControllerSpec
-from tests.procs import free_addr
 
 # The first build on a machine makes the bases too: minutes, more than the default timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -332,8 +332,19 @@ async def create_topic(broker_addr: str) -> None:
             await asyncio.sleep(0.5)
 
 
+_ports: set[int] = set()
+
+
 def port() -> int:
-    return int(free_addr("127.0.0.1").rsplit(":", 1)[1])
+    """A port free on every address: the containers share the host's network and bind
+    0.0.0.0, where any loopback address's listener would be in the way."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("0.0.0.0", 0))
+            number = int(s.getsockname()[1])
+        if number not in _ports:
+            _ports.add(number)
+            return number
 
 
 def rendered() -> tuple[list[Obj], list[Obj]]:
