@@ -5,6 +5,7 @@ test_images_run.py builds and runs the images themselves with podman."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -204,3 +205,47 @@ def test_writable_paths_check_sees_home_on_the_root() -> None:
                          {"name": "config", "mountPath": "/etc/mqcluster", "readOnly": True}],
     }]}
     assert writable_paths_problems(pod) == ["broker: HOME=None is not on a writable volume"]
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location(
+        "images_build", REPO / "tools" / "images" / "build.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_build_passes_the_hosts_pip_settings_and_the_files_they_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    build = _load_build()
+    index = tmp_path / "mirror" / "simple"
+    index.mkdir(parents=True)
+    bundle = tmp_path / "ca.crt"
+    bundle.write_text("x")
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\ncert = {bundle}\nextra-index-url = file://{index}\n")
+    monkeypatch.setattr(build, "PIP_FILES", (str(conf),))
+    for key in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PIP_DEFAULT_TIMEOUT", "180")
+    work = tmp_path / "work"
+    work.mkdir()
+    args = build.pip_mounts(work)
+    mounts = [args[i + 1] for i in range(0, len(args), 2)]
+    assert mounts[0] == f"{work / 'pip.conf'}:/etc/pip.conf:ro"
+    # the CA bundle at its own path; a local index's parent (its pages link to ../files)
+    assert set(mounts[1:]) == {f"{bundle}:{bundle}:ro",
+                               f"{index.parent}:{index.parent}:ro"}
+    written = (work / "pip.conf").read_text()
+    assert "default-timeout = 180" in written and f"cert = {bundle}" in written
+
+
+def test_every_image_has_a_budget_and_a_dockerfile() -> None:
+    build = _load_build()
+    assert {i.name for i in build.IMAGES} == set(distribution.IMAGES)
+    for image in build.IMAGES:
+        assert (REPO / image.dockerfile).exists() and image.budget_mb > 0
