@@ -90,19 +90,47 @@ def test_controller_mode_view_exports_set_lag_and_seconds_then_clears_on_slave()
         assert named(m, name) == {}, name
 
 
-def test_lag_seconds_without_a_tracked_time_count_from_the_last_scrape_at_zero() -> None:
+def test_master_slave_lag_seconds_count_from_the_last_scrape_whose_end_the_slave_has() -> None:
     clock = Clock()
     m = BrokerMetrics("c", "g", clock=clock)
-    m.refresh_replication(ReplicationView(lag_bytes={1: 0}))
+
+    def scrape(master_end: int, slave_lag: int) -> float:
+        m.refresh_replication(ReplicationView(lag_bytes={1: slave_lag},
+                                              master_offset=master_end))
+        return named(m, "rocketmq_ha_slave_lag_seconds")[(("slave", "1"),)]
+
+    assert scrape(1000, 0) == 0.0          # t=100: caught up
     clock.now += 5
-    m.refresh_replication(ReplicationView(lag_bytes={1: 300}))
-    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "1"),): 5.0}
-    clock.now += 2
-    m.refresh_replication(ReplicationView(lag_bytes={1: 100}))
-    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "1"),): 7.0}
-    m.refresh_replication(ReplicationView(lag_bytes={1: 0}))
-    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "1"),): 0.0}
+    assert scrape(2000, 300) == 5.0        # t=105: at 1700, still has what t=100 saw
+    clock.now += 5
+    # t=110: at 2900, past t=105's end: behind by a steady few bytes under load is
+    # caught up 5 s ago, not 10 s and growing
+    assert scrape(3000, 100) == 5.0
+    clock.now += 5
+    assert scrape(4000, 100) == 5.0        # t=115: at 3900, has t=110's end
+    clock.now += 5
+    # the slave stalls at 3900: it had t=110's end (3000), not t=115's (4000), and the
+    # seconds grow while the master goes on
+    assert scrape(6000, 2100) == 10.0      # t=120
+    clock.now += 5
+    assert scrape(8000, 4100) == 15.0      # t=125
+    clock.now += 5
+    assert scrape(8000, 0) == 0.0
     assert named(m, "rocketmq_ha_sync_state_set_size") == {}  # not controller mode
+
+
+def test_a_slave_first_seen_behind_counts_from_that_scrape() -> None:
+    clock = Clock()
+    m = BrokerMetrics("c", "g", clock=clock)
+    m.refresh_replication(ReplicationView(lag_bytes={}, master_offset=5000))
+    clock.now += 3
+    m.refresh_replication(ReplicationView(lag_bytes={2: 4000}, master_offset=5000))
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "2"),): 0.0}
+    clock.now += 3
+    m.refresh_replication(ReplicationView(lag_bytes={2: 4000}, master_offset=5000))
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {(("slave", "2"),): 3.0}
+    m.refresh_replication(ReplicationView(lag_bytes={}, master_offset=5000))  # it left
+    assert named(m, "rocketmq_ha_slave_lag_seconds") == {}
 
 
 def test_consumer_lag_is_exported_under_both_names_and_dropped_groups_vanish() -> None:

@@ -29,6 +29,8 @@ PUT_LATENCY_BUCKETS = (
     2.5,
 )
 
+LAG_MEMORY = 64
+"""Scrapes whose master end is remembered for the lag seconds of master-slave mode."""
 FLUSH_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
@@ -41,8 +43,11 @@ class ReplicationView:
     lag_bytes: dict[int, int] = field(default_factory=dict)
     """Commitlog bytes each slave is behind, by broker id."""
     lag_seconds: dict[int, float] | None = None
-    """Seconds since each slave last had everything (None: not tracked; the scrapes
-    then measure it as the time since a scrape last saw the slave at zero bytes)."""
+    """Seconds since each slave last had everything (None: not tracked; the scrapes then
+    measure it, from ``master_offset``)."""
+    master_offset: int = 0
+    """The master's commitlog end now: a slave that has reached the end a previous scrape
+    saw counts as caught up then (under steady load a slave is rarely at 0 bytes)."""
 
 
 def ha_master_view(master: HAMasterService) -> ReplicationView:
@@ -67,6 +72,8 @@ class BrokerMetrics:
         self.replication: Callable[[], ReplicationView] = ReplicationView
         """Set by the replication mode in use; read at every scrape."""
         self._caught_up_at: dict[int, float] = {}
+        self._seen_ends: list[tuple[float, int]] = []
+        """(time, master commitlog end) of the latest scrapes, oldest first."""
         self.registry = registry or CollectorRegistry()
         self.labels = {"cluster": cluster, "broker": broker}
         names = ["cluster", "broker"]
@@ -254,16 +261,35 @@ class BrokerMetrics:
             if view.lag_seconds is not None:
                 seconds = view.lag_seconds.get(slave, 0.0)
             else:
-                if lag == 0 or slave not in self._caught_up_at:
-                    self._caught_up_at[slave] = now
-                seconds = now - self._caught_up_at[slave]
+                seconds = self._scraped_lag_seconds(slave, lag, view.master_offset, now)
             self.slave_lag_seconds.labels(**self.labels, slave=str(slave)).set(seconds)
         for gone in set(self._caught_up_at) - set(view.lag_bytes):
             del self._caught_up_at[gone]
+        self._seen_ends.append((now, view.master_offset))
+        del self._seen_ends[:-LAG_MEMORY]
         if view.sync_state_set is not None:
             self.sync_state_set_size.labels(**self.labels).set(len(view.sync_state_set))
             for bid in view.sync_state_set:
                 self.sync_state_set_member.labels(**self.labels, broker_id=str(bid)).set(1)
+
+    def _scraped_lag_seconds(self, slave: int, lag: int, master_offset: int,
+                             now: float) -> float:
+        """Seconds since ``slave`` last had everything the master had: now when it is at
+        the end, else the latest earlier scrape whose master end it has reached by now
+        (a slave first seen behind all of them counts from now)."""
+        if lag == 0:
+            reached: float | None = now
+        else:
+            offset = master_offset - lag
+            reached = next((at for at, end in reversed(self._seen_ends) if offset >= end),
+                           None)
+        known = self._caught_up_at.get(slave)
+        if known is None:
+            known = now if reached is None else reached
+        elif reached is not None:
+            known = max(known, reached)
+        self._caught_up_at[slave] = known
+        return now - known
 
     def refresh_consumer_lag(self, lags: dict[tuple[str, str], int]) -> None:
         """``lags`` maps (consumer group, topic) to messages not yet consumed."""

@@ -95,7 +95,8 @@ class BrokerServer:
         else:
             self.classic = ClassicReplication(ctx)
             ctx.ha_lag = self.classic.lag_bytes
-            ctx.metrics.replication = lambda: ReplicationView(lag_bytes=ctx.ha_lag())
+            ctx.metrics.replication = lambda: ReplicationView(
+                lag_bytes=ctx.ha_lag(), master_offset=ctx.store.commitlog_max_offset)
         ctx.role_listeners.append(
             lambda old, new: ctx.metrics.role_changed(old.is_master, new.is_master))
         store.observe_flushes(ctx.metrics.flush_latency.labels(**ctx.metrics.labels).observe)
