@@ -149,8 +149,9 @@ class BrokerGroupFollower:
         if patch:
             await self.write_status(ref, patch)
 
-    async def write_status(self, ref: Ref, patch: Mapping[str, Any]) -> None:
-        await self.api.write_status(ref, patch, conditions.FOLLOWER)
+    async def write_status(self, ref: Ref, patch: Mapping[str, Any],
+                           fields_first: bool = False) -> None:
+        await self.api.write_status(ref, patch, conditions.FOLLOWER, fields_first)
         self._records.update({k: v for k, v in patch.items() if k in OWN_RECORDS})
         for cond in patch.get("conditions") or []:
             if cond.get("type") in conditions.FOLLOWER.types:
@@ -525,7 +526,8 @@ class BrokerGroupFollower:
         just_written = (plan.status == self._wrote
                         and time.monotonic() - self._wrote_at < WRITE_MEMORY)
         if differs(plan.status, status) and not just_written:
-            await self.write_status(ref, plan.status)
+            # status.masterPod before the conditions: it is what a failover changes
+            await self.write_status(ref, plan.status, fields_first=plan.changed)
             self._wrote, self._wrote_at = dict(plan.status), time.monotonic()
         if plan.event:
             self.log.info("%s/%s: %s", ref.namespace, ref.name, plan.event[2])

@@ -286,11 +286,16 @@ class Api:
 
     async def write_status(
         self, ref: Ref, status: Mapping[str, Any], writer: conditions.Writer,
+        fields_first: bool = False,
     ) -> None:
         """Write status fields (merge patch of the status subresource); the ``conditions``
         among them are server-side applied under ``writer``'s field manager, only the
-        entries of the types ``writer`` owns (the other writers' entries stay)."""
+        entries of the types ``writer`` owns (the other writers' entries stay).
+        ``fields_first``: the fields before the conditions (a failover's new master)."""
         rest = {k: v for k, v in status.items() if k != "conditions"}
+        if rest and fields_first:
+            await self.patch(ref, {"status": rest}, "status")
+            rest = {}
         if "conditions" in status:
             body = {
                 "apiVersion": ref.api_version, "kind": ref.kind,

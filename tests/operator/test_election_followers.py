@@ -54,7 +54,8 @@ class RecordingApi:
     async def patch(self, ref: Ref, body: Any, subresource: str | None = None) -> None:
         pass
 
-    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any) -> None:
+    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any,
+                           fields_first: bool = False) -> None:
         self.statuses.append(dict(status))
 
     async def post_event(self, event: dict[str, Any]) -> None:
@@ -142,7 +143,8 @@ class MigrationWorld:
             if value is None:
                 self.body["metadata"]["annotations"].pop(key, None)
 
-    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any) -> None:
+    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any,
+                           fields_first: bool = False) -> None:
         for key, value in status.items():
             if value is None:
                 self.body["status"].pop(key, None)

@@ -212,8 +212,10 @@ async def test_following_relabels_pods_and_reports_master_changes(ns: Ns) -> Non
     assert status["masterEpoch"] == 1
     assert sorted(status["syncStateSet"]) == ["broker-a-0", "broker-a-1"]
     assert status["activeController"] == active
-    elected = ns.condition(BG, "broker-a", "MasterElected")
-    assert elected and elected["status"] == "True"
+    # masterPod is written before the conditions (the failover's news first)
+    elected = await ns.eventually(lambda: ns.condition(BG, "broker-a", "MasterElected"),
+                                  what="MasterElected")
+    assert elected["status"] == "True"
     first = await ns.eventually(lambda: ns.events("MasterChanged"), what="MasterChanged")
     assert "from none to broker-a-1 (epoch 1)" in first[0]["message"]
 

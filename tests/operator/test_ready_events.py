@@ -209,3 +209,28 @@ async def test_a_hurried_poller_polls_at_its_fast_interval_for_a_while() -> None
     assert poller.delay() == 0.2
     now[0] += 0.2
     assert poller.delay() == 2.0
+
+
+async def test_a_failover_writes_the_new_master_before_the_conditions() -> None:
+    from mqcluster_operator.conditions import FOLLOWER
+    from mqcluster_operator.k8s import Api
+
+    class Recording(Api):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[str] = []
+
+        async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+            self.calls.append("conditions" if "fieldManager" in (kwargs.get("params") or {})
+                              else "fields")
+            return {}
+
+    ref = Ref(names.API_VERSION, "BrokerGroup", "n", "g")
+    status = {"masterPod": "g-1", "conditions": [
+        {"type": "MasterElected", "status": "True", "reason": "Elected", "message": ""}]}
+    api = Recording()
+    await api.write_status(ref, status, FOLLOWER, fields_first=True)
+    assert api.calls == ["fields", "conditions"]
+    api.calls.clear()
+    await api.write_status(ref, status, FOLLOWER)
+    assert api.calls == ["conditions", "fields"]

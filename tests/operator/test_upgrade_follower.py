@@ -59,7 +59,8 @@ class World:
         self.deleted.append(ref.name)
         del self.pods[ref.name]
 
-    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any) -> None:
+    async def write_status(self, ref: Ref, status: Mapping[str, Any], writer: Any,
+                           fields_first: bool = False) -> None:
         apply_merge_patch(self.body["status"],
                           {k: v for k, v in status.items() if k != "conditions"})
 
