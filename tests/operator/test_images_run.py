@@ -117,6 +117,15 @@ def test_every_installed_command_runs_in_the_image(images: dict[str, str], image
     assert not ran & {"mqcluster", "mqaudit"}  # the local tools and the PySpark jobs
 
 
+@pytest.mark.parametrize("image", sorted(IMAGES))
+def test_layers_are_the_base_a_user_and_the_venv(images: dict[str, str], image: str) -> None:
+    """No build leftovers: above the base, one layer of 1 MB or more, the venv's copy."""
+    layers = json.loads(podman("history", "--format", "json", images[image]).stdout)
+    big = [(layer["size"], layer["CreatedBy"]) for layer in layers[:-1]
+           if layer["size"] >= 1_000_000]
+    assert len(big) == 1 and "COPY" in big[0][1], big
+
+
 def test_operator_image_imports_its_handlers(images: dict[str, str]) -> None:
     out = podman("run", "--rm", "--network=none", "--read-only", "--read-only-tmpfs=false",
                  "--cap-drop", "ALL", "--user", "10001:10001", "--entrypoint", "python",
