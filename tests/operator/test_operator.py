@@ -11,7 +11,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import kmock
 import pytest
 import pytest_asyncio
 
@@ -426,58 +425,8 @@ async def test_a_runtime_config_change_is_pushed_to_the_brokers_without_a_restar
     assert ns.obj("v1/pods", "broker-a-0") and ns.obj("v1/pods", "broker-a-1")
 
 
-STS = "apps/v1/statefulsets"
-
-
-def applies_of(ns: Ns, plural: str, name: str) -> int:
-    key = (kmock.resource(plural), ns.ns, name)
-    return sum(1 for k in ns.h.emulator.applied if k == key)
-
-
-async def test_a_dropped_node_selector_is_removed_from_the_statefulset(ns: Ns) -> None:
-    await ns.h.api.create(ns.controller())
-    await ns.h.api.create(ns.brokergroup(scheduling={"nodeSelector": {"disk": "ssd"}}))
-    await ns.eventually(
-        lambda: ((ns.obj(STS, "broker-a") or {}).get("spec", {}).get("template", {})
-                 .get("spec", {}).get("nodeSelector") == {"disk": "ssd"}),
-        what="nodeSelector set")
-    await ns.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", ns.ns, "broker-a"),
-                         {"spec": {"scheduling": {"nodeSelector": None}}})
-    await ns.eventually(
-        lambda: "nodeSelector" not in (ns.obj(STS, "broker-a") or {})["spec"]["template"]["spec"],
-        what="nodeSelector removed")
-
-
-async def test_server_defaulted_fields_cause_no_write_on_resync(ns: Ns) -> None:
-    await ns.h.api.create(ns.controller())
-    await ns.h.api.create(ns.brokergroup())
-    sts = await ns.eventually(lambda: ns.obj(STS, "broker-a"), what="StatefulSet")
-    container = sts["spec"]["template"]["spec"]["containers"][0]
-    assert container["terminationMessagePath"] == "/dev/termination-log"  # server default
-    assert sts["spec"]["revisionHistoryLimit"] == 10
-    version = sts["metadata"]["resourceVersion"]
-    seen = applies_of(ns, STS, "broker-a")
-    await ns.eventually(lambda: applies_of(ns, STS, "broker-a") >= seen + 2,
-                        what="two resyncs of the StatefulSet")
-    assert (ns.obj(STS, "broker-a") or {})["metadata"]["resourceVersion"] == version
-
-
-async def test_a_storage_size_change_is_refused_by_the_api_server(ns: Ns) -> None:
-    await ns.h.api.create(ns.controller())
-    await ns.h.api.create(ns.brokergroup())
-    sts = await ns.eventually(lambda: ns.obj(STS, "broker-a"), what="StatefulSet")
-    await ns.h.api.patch(Ref("mqcluster.io/v1alpha1", "BrokerGroup", ns.ns, "broker-a"),
-                         {"spec": {"storage": {"size": "16Gi"}}})
-    refused = await ns.eventually(
-        lambda: (c := ns.condition(BG, "broker-a", "Applied")) and c["status"] == "False" and c,
-        what="the refusal in status")
-    assert refused["reason"] == "StorageImmutable"
-    assert "storage" in refused["message"] and "cannot change" in refused["message"]
-    (event,) = ns.events("ApplyFailed")
-    assert event["type"] == "Warning"
-    claim = (ns.obj(STS, "broker-a") or {})["spec"]["volumeClaimTemplates"][0]
-    assert claim["spec"]["resources"]["requests"]["storage"] == "8Gi"
-    assert claim == sts["spec"]["volumeClaimTemplates"][0]
+# The API server's own behaviour (server-side apply removing a field, server defaults and
+# resyncs, the StatefulSet's immutable claim templates): test_operator_real.py.
 
 
 async def test_every_verb_the_operator_used_is_granted_by_the_chart(
