@@ -218,11 +218,13 @@ async def test_dashboards_and_alerts_against_a_real_prometheus(
 
     # Prometheus saw the failover: the master role moved, the epoch went up
     new_master = next(p for p in replicas if p.name == after.master)
-    role = await until(lambda: prom.query(
-        f'rocketmq_broker_is_master{{broker="{group}"}} == 1'), "the new master scraped")
-    assert [r["metric"]["instance"] for r in role] == [metrics_addr(new_master)]
-    epoch = prom.query(f'max(rocketmq_broker_master_epoch{{broker="{group}"}})')
-    assert float(epoch[0]["value"][1]) == after.epoch > before.epoch
+    await until(lambda: [r["metric"]["instance"] for r in prom.query(
+        f'rocketmq_broker_is_master{{broker="{group}"}} == 1')] == [metrics_addr(new_master)],
+        "the new master scraped, and only it")
+    assert after.epoch > before.epoch
+    await until(lambda: prom.query(
+        f'max(rocketmq_broker_master_epoch{{broker="{group}"}}) == {after.epoch}'),
+        "the new epoch scraped")
     assert prom.query(f'up{{instance="{metrics_addr(master)}"}} == 0')
     # the proxy moved to the new master
     await until(lambda: prom.query(f'mqproxy_master_changes_total{{broker="{group}"}} == 1'),
