@@ -159,10 +159,12 @@ class BrokerMetrics:
         )
         self.became_master = Counter(
             "rocketmq_broker_became_master",
-            "Times this broker took the master role after start-up (failovers and switchovers)",
+            "Times this broker went from slave to master (failovers and switchovers; the first "
+            "election after start-up too)",
             names,
             registry=r,
         )
+        self.became_master.labels(**self.labels)  # exported at 0 until the first change
         self.confirm_offset = Gauge(
             "rocketmq_broker_confirm_offset",
             "Commitlog offset every SyncStateSet member has (what consumers may read up to)",
