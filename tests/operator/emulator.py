@@ -236,6 +236,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
         if request.resource is not None:
             self._record_verb(request)
             try:
+                check_integer_params(request)
                 if is_apply(request):
                     async with self._applying:
                         await self._server_side_apply(request)
@@ -393,6 +394,24 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             dict(obj.raw) for (res, _, _), obj in self.objects.items()
             if res == kmock.resource(plural) and not obj.deleted
         ]
+
+
+INTEGER_PARAMS = ("timeoutSeconds", "limit", "gracePeriodSeconds")
+
+
+def check_integer_params(request: rendering.Request) -> None:
+    """The API server parses these query parameters as integers (strconv.ParseInt):
+    ``timeoutSeconds=300.0`` gets a 400, as kopf's float watch timeout once did."""
+    for name in INTEGER_PARAMS:
+        raw = (request.params or {}).get(name)
+        if raw is None:
+            continue
+        try:
+            int(str(raw))
+        except ValueError:
+            raise kmock.KubernetesError(
+                status=400, reason="BadRequest",
+                message=f'strconv.ParseInt: parsing "{raw}": invalid syntax') from None
 
 
 def is_apply(request: rendering.Request) -> bool:
