@@ -5,13 +5,39 @@ Pure: takes measurements, returns ``Row``s; no servers, no clocks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import collections
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from bench import Row
 
 NAME = "peers"
 OURS = ("mqcluster controller", "mqcluster dledger")
+
+
+@dataclass
+class Ledger:
+    """Every message id a system acknowledged, and how often a consumer read each back:
+    the same check for every system (bodies carry their id)."""
+
+    acked: set[int] = field(default_factory=set)
+    read: collections.Counter[int] = field(default_factory=collections.Counter)
+
+    def ack(self, ids: Iterable[int]) -> None:
+        self.acked.update(ids)
+
+    def lost(self) -> int:
+        """Acknowledged, never read back."""
+        return len(self.acked - self.read.keys())
+
+    def duplicated(self) -> int:
+        """Ids read back more than once."""
+        return sum(1 for n in self.read.values() if n > 1)
+
+    def settle(self, m: Measured) -> None:
+        """The counts into ``m``."""
+        m.acked, m.read = len(self.acked), sum(self.read.values())
+        m.lost, m.duplicated = self.lost(), self.duplicated()
 
 
 @dataclass
@@ -26,8 +52,10 @@ class Measured:
     cpu_us_auto_batch: dict[str, float] = field(default_factory=dict)
     drain: float | None = None  # msgs/s
     failover: list[float] = field(default_factory=list)  # gap per kill, s
-    acked: int = 0  # acknowledged during failover
-    lost: int | None = None  # acknowledged but not readable afterwards
+    acked: int = 0  # acknowledged, every phase
+    read: int = 0  # messages read back (copies included)
+    lost: int | None = None  # acknowledged ids never read back
+    duplicated: int | None = None  # ids read back more than once
     cpu_us: dict[str, float] = field(default_factory=dict)  # per process, pipelined phase
     error: str = ""
 
@@ -55,9 +83,13 @@ METRICS: list[Metric] = [
      lambda m: sorted(m.failover)[len(m.failover) // 2] if m.failover else None),
     ("failover gap after leader SIGKILL (max)", "s",
      lambda m: max(m.failover) if m.failover else None),
-    ("acknowledged but lost after failover", "msgs",
+    ("acknowledged but lost (every phase, by message id)", "msgs",
      lambda m: None if m.lost is None else float(m.lost)),
+    ("read back more than once (duplicated)", "msgs",
+     lambda m: None if m.duplicated is None else float(m.duplicated)),
 ]
+COUNTS = ("acknowledged but lost", "read back more than once")
+"""Counts, not rates: no ratio to the peers."""
 
 
 def ratio(ours: float | None, theirs: float | None) -> str:
@@ -94,8 +126,8 @@ def peer_rows(results: list[Measured]) -> list[Row]:
     ok = [m for m in results if not m.error]
     for label, unit, metric in METRICS:
         for m in ok:
-            if label.startswith("acknowledged"):  # a count, not a rate: no ratio
-                note = f"{m.acked} acknowledged during the kills"
+            if label.startswith(COUNTS):
+                note = f"{m.acked} acknowledged, {m.read} read back"
             else:
                 note = "" if m.system in OURS else ratio_note(metric, m, ours)
             rows.append(Row(NAME, f"{m.system}: {label}", metric(m), unit, note=note))

@@ -5,9 +5,14 @@ Per system: sync one-at-a-time publish latency (p50/p99 until acknowledged: publ
 confirms, JetStream acks, the broker's send result), pipelined throughput (``WINDOW``
 publishes outstanding), consumer drain rate, the longest gap between acknowledged
 writes of a producer running while the leader is SIGKILLed ``KILLS`` times (for
-mqcluster: ``ha_bench.failover`` with the official client), and whether every
-acknowledged write is readable afterwards. CPU us per message per process for the
-pipelined phase. Peers are installed with apt-get when missing; a peer that cannot
+mqcluster: ``ha_bench.failover`` with the official client), and the same loss check
+for every system: every body carries its own id (a counter written into its first 8
+bytes, in every phase), a consumer reads everything back at the end, and the ids
+acknowledged are compared with the ids read: lost (acknowledged, never read) and
+duplicated (read more than once). NATS and mqcluster are read from the start of the
+stream/topic by a fresh consumer; a RabbitMQ queue hands each message out once, so its
+drain's reads count, and what is left is read at the end. CPU us per message per
+process for the pipelined phase. Peers are installed with apt-get when missing; a peer that cannot
 start gets a row with the error. ``BENCH_QUICK=1`` (``python -m bench peers --quick``)
 is a smoke run.
 """
@@ -15,6 +20,7 @@ is a smoke run.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import logging
@@ -22,7 +28,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,7 +36,7 @@ from typing import Any
 import bench.ha_bench as ha
 from bench import Row, cpu_seconds
 from bench.peer_launchers import NatsCluster, RabbitCluster, ensure_installed, tree_cpu_seconds
-from bench.peer_table import Measured, peer_rows
+from bench.peer_table import Ledger, Measured, peer_rows
 from mqcluster.client import AdminClient, Message, Producer
 from mqcluster.client.consumer import PullConsumer
 
@@ -43,6 +49,9 @@ KILLS = 1 if QUICK else 5
 SEND_TIMEOUT_S = 2.0
 RESUME_TIMEOUT_S = 45.0
 PAYLOAD = random.Random(1).randbytes(MSG_SIZE)
+TAIL = PAYLOAD[8:]
+FAILOVER_BASE = 1 << 40
+"""Ids of the failover phase's messages start here, apart from the throughput phases'."""
 
 Send = Callable[[], Awaitable[object]]
 
@@ -144,7 +153,24 @@ def id_of(body: bytes) -> int:
 
 
 def numbered(seq: int) -> bytes:
-    return seq.to_bytes(8, "big") + PAYLOAD[8:]
+    return seq.to_bytes(8, "big") + TAIL
+
+
+def counted(send_body: Callable[[bytes], Awaitable[object]], ledger: Ledger,
+            ids: Iterator[int] | None = None) -> Send:
+    """``send`` of a body with the next id (of ``ids``, shared by the sends to one
+    topic; default from 0), the id in ``ledger`` once acknowledged: all the hot path
+    adds is a counter and an 8-byte prefix."""
+    ids = itertools.count() if ids is None else ids
+    acked = ledger.acked
+
+    async def send() -> object:
+        seq = next(ids)
+        result = await send_body(seq.to_bytes(8, "big") + TAIL)
+        acked.add(seq)
+        return result
+
+    return send
 
 
 def server_cpu(pids: list[int]) -> dict[str, Callable[[], float]]:
@@ -158,9 +184,12 @@ def server_cpu(pids: list[int]) -> dict[str, Callable[[], float]]:
 # ---- RabbitMQ quorum queues (aio-pika) ----
 
 async def measure_rabbit(root: Path) -> Measured:
-    import aio_pika
-
     m = Measured("RabbitMQ quorum queue")
+    try:
+        import aio_pika
+    except ImportError as e:  # the [bench] extra is not installed: a row says so
+        m.error = f"{e}: pip install -e '.[bench]'"
+        return m
     await asyncio.to_thread(ensure_installed, "rabbitmq")
     c = RabbitCluster(root / "rabbit")
     try:
@@ -171,15 +200,18 @@ async def measure_rabbit(root: Path) -> Measured:
         for queue in ("bench", "bench-failover"):
             await ch.declare_queue(queue, durable=True, arguments={
                 "x-queue-type": "quorum", "x-quorum-initial-group-size": 3})
-        msg = aio_pika.Message(PAYLOAD, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+        ledger = Ledger()
+        persistent = aio_pika.DeliveryMode.PERSISTENT
 
-        async def send() -> object:
-            return await ch.default_exchange.publish(msg, routing_key="bench")
+        async def publish(body: bytes) -> object:
+            return await ch.default_exchange.publish(
+                aio_pika.Message(body, delivery_mode=persistent), routing_key="bench")
 
+        send = counted(publish, ledger)
         m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
         procs = server_cpu(c.pids())
-        m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
-        m.drain = await rabbit_drain(conn, "bench", sent + LATENCY_SENDS, None)
+        m.pipelined, _, m.cpu_us = await pipelined(send, procs)
+        m.drain = await rabbit_drain(conn, "bench", len(ledger.acked), ledger.read)
         await conn.close()
 
         state: dict[str, aio_pika.abc.AbstractChannel] = {}
@@ -199,7 +231,7 @@ async def measure_rabbit(root: Path) -> Measured:
 
         async def send_seq(seq: int) -> object:
             return await state["ch"].default_exchange.publish(
-                aio_pika.Message(numbered(seq), delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                aio_pika.Message(numbered(FAILOVER_BASE + seq), delivery_mode=persistent),
                 routing_key="bench-failover")
 
         async def leader() -> int:
@@ -211,12 +243,12 @@ async def measure_rabbit(root: Path) -> Measured:
 
         producer = AckedProducer(send_seq, recover)
         m.failover = await peer_failover(producer, leader, c.kill, restart)
-        m.acked = len(producer.acked)
-        seen: set[int] = set()
-        conn = await aio_pika.connect(urls[0])
-        await rabbit_drain(conn, "bench-failover", None, seen)
+        ledger.ack(FAILOVER_BASE + s for s in producer.acked)
+        conn = await connect_any(urls)
+        for queue in ("bench", "bench-failover"):  # what the drain left, and the rest
+            await rabbit_drain(conn, queue, None, ledger.read)
         await conn.close()
-        m.lost = len(producer.acked - seen)
+        ledger.settle(m)
     except Exception as e:
         m.error = f"{type(e).__name__}: {e}"[:300]
     finally:
@@ -224,8 +256,21 @@ async def measure_rabbit(root: Path) -> Measured:
     return m
 
 
+async def connect_any(urls: list[str]) -> Any:
+    """A connection to the first node that takes one (one was killed and restarted)."""
+    import aio_pika
+
+    error: Exception | None = None
+    for url in urls:
+        try:
+            return await aio_pika.connect(url, timeout=5)
+        except Exception as e:
+            error = e
+    raise RuntimeError(f"no RabbitMQ node takes connections: {error}")
+
+
 async def rabbit_drain(conn: object, queue: str, expect: int | None,
-                       seen: set[int] | None) -> float:
+                       seen: collections.Counter[int] | None) -> float:
     """msgs/s consuming (no-ack, prefetch 1000) until ``expect`` arrived, or until the
     queue is idle for a second when ``expect`` is None; ids go to ``seen``."""
     ch = await conn.channel()  # type: ignore[attr-defined]
@@ -241,7 +286,7 @@ async def rabbit_drain(conn: object, queue: str, expect: int | None,
             except TimeoutError:
                 break
             if seen is not None:
-                seen.add(id_of(message.body))
+                seen[id_of(message.body)] += 1
             count += 1
             last = time.perf_counter()
     await ch.close()
@@ -251,10 +296,13 @@ async def rabbit_drain(conn: object, queue: str, expect: int | None,
 # ---- NATS JetStream (nats-py) ----
 
 async def measure_nats(root: Path) -> Measured:
-    import nats
-    from nats.js.api import AckPolicy, ConsumerConfig, StorageType
-
     m = Measured("NATS JetStream")
+    try:
+        import nats
+        from nats.js.api import AckPolicy, ConsumerConfig, StorageType
+    except ImportError as e:
+        m.error = f"{e}: pip install -e '.[bench]'"
+        return m
     await asyncio.to_thread(ensure_installed, "nats")
     c = NatsCluster(root / "nats")
     try:
@@ -276,18 +324,20 @@ async def measure_nats(root: Path) -> Measured:
                                 error_cb=ignore_error, reconnect_time_wait=0.1,
                                 connect_timeout=2)
         js = nc.jetstream(timeout=SEND_TIMEOUT_S)
+        ledger = Ledger()
 
-        async def send() -> object:
-            return await js.publish("bench.t", PAYLOAD)
+        async def publish(body: bytes) -> object:
+            return await js.publish("bench.t", body)
 
+        send = counted(publish, ledger)
         m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
         procs = server_cpu(c.pids())
-        m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
+        m.pipelined, _, m.cpu_us = await pipelined(send, procs)
         cfg = ConsumerConfig(ack_policy=AckPolicy.NONE)
-        m.drain = await nats_drain(js, "bench.t", "drain", cfg, sent + LATENCY_SENDS, None)
+        m.drain = await nats_drain(js, "bench.t", "drain", cfg, len(ledger.acked), None)
 
         async def send_seq(seq: int) -> object:
-            return await js.publish("bench.f", numbered(seq))
+            return await js.publish("bench.f", numbered(FAILOVER_BASE + seq))
 
         async def recover() -> None:
             return None  # nats-py reconnects to another server by itself
@@ -305,10 +355,10 @@ async def measure_nats(root: Path) -> Measured:
 
         producer = AckedProducer(send_seq, recover)
         m.failover = await peer_failover(producer, leader, c.kill, restart)
-        m.acked = len(producer.acked)
-        seen: set[int] = set()
-        await nats_drain(js, "bench.f", "check", cfg, None, seen)
-        m.lost = len(producer.acked - seen)
+        ledger.ack(FAILOVER_BASE + s for s in producer.acked)
+        # A fresh consumer from the start of the stream: everything stored, read once.
+        await nats_drain(js, "bench.>", "check", cfg, None, ledger.read)
+        ledger.settle(m)
         await nc.close()
     except Exception as e:
         m.error = f"{type(e).__name__}: {e}"[:300]
@@ -338,7 +388,7 @@ async def ignore_error(e: Exception) -> None:
 
 
 async def nats_drain(js: object, subject: str, durable: str, cfg: object, expect: int | None,
-                     seen: set[int] | None) -> float:
+                     seen: collections.Counter[int] | None) -> float:
     sub = await js.pull_subscribe(subject, durable=durable, config=cfg)  # type: ignore[attr-defined]
     count = 0
     started = time.perf_counter()
@@ -350,7 +400,7 @@ async def nats_drain(js: object, subject: str, durable: str, cfg: object, expect
             break
         for msg in msgs:
             if seen is not None:
-                seen.add(id_of(msg.data))
+                seen[id_of(msg.data)] += 1
         count += len(msgs)
         last = time.perf_counter()
     await sub.unsubscribe()
@@ -365,43 +415,48 @@ async def measure_mqcluster(system: str, g: ha.FaultTarget, brokers: list[object
     addr = brokers[leader].addr  # type: ignore[attr-defined]
     async with AdminClient(broker_addr=addr) as admin:
         await admin.create_topic(ha.TOPIC, queue_nums=8)
+    ledger = Ledger()
+    ids = itertools.count()  # one counter for the topic, both producers
     async with Producer(broker_addr=addr, retries=0) as producer:
-        async def send() -> object:
-            return await producer.send(Message(ha.TOPIC, PAYLOAD))
+        async def publish(body: bytes) -> object:
+            return await producer.send(Message(ha.TOPIC, body))
 
+        send = counted(publish, ledger, ids)
         m.p50_ms, m.p99_ms = await sync_latency(send, LATENCY_SENDS)
         procs = mqcluster_cpu(brokers, leader)
-        m.pipelined, sent, m.cpu_us = await pipelined(send, procs)
+        m.pipelined, _, m.cpu_us = await pipelined(send, procs)
     async with Producer(broker_addr=addr, retries=0, auto_batch=True) as batching:
-        async def send_auto_batched() -> object:
-            return await batching.send(Message(ha.TOPIC, PAYLOAD))
+        async def publish_auto_batched(body: bytes) -> object:
+            return await batching.send(Message(ha.TOPIC, body))
 
-        m.pipelined_auto_batch, more, m.cpu_us_auto_batch = await pipelined(
-            send_auto_batched, procs)
-        sent += more
+        m.pipelined_auto_batch, _, m.cpu_us_auto_batch = await pipelined(
+            counted(publish_auto_batched, ledger, ids), procs)
     async with PullConsumer("bench-drain", broker_addr=addr) as consumer:
         count = 0
         started = time.perf_counter()
-        while count < sent + LATENCY_SENDS:
+        while count < len(ledger.acked):
             got = await consumer.receive(ha.TOPIC, 32)
             if not got:
                 break
             count += len(got)
         m.drain = count / (time.perf_counter() - started)
-    before = await topic_size(addr)
     ha.KILLS, ha.HANGS = KILLS, 0
-    kills, _, clock = await ha.failover_clocked(g)
+    kills, _, clock = await ha.failover_clocked(g, first_id=FAILOVER_BASE)
     m.failover = kills
+    ledger.ack(clock.acked_ids)
     new = brokers[await g.wait_master()].addr  # type: ignore[attr-defined]
-    # AckClock sends to ha.TOPIC only: everything it saw acknowledged must be stored.
-    m.acked = len(clock.acks)
-    m.lost = max(0, m.acked - (await topic_size(new) - before))
+    # A fresh consumer group from the start of every queue on the final master.
+    await read_topic(new, ledger.read)
+    ledger.settle(m)
     return m
 
 
-async def topic_size(addr: str) -> int:
-    async with AdminClient(broker_addr=addr) as admin:
-        return sum([await admin.max_offset(ha.TOPIC, q) for q in range(8)])
+async def read_topic(addr: str, seen: collections.Counter[int]) -> None:
+    """Every message of ``ha.TOPIC`` on ``addr``, from offset 0, ids into ``seen``."""
+    async with PullConsumer("bench-check", broker_addr=addr) as consumer:
+        while got := await consumer.receive(ha.TOPIC, 256):
+            for msg in got:
+                seen[id_of(msg.body)] += 1
 
 
 def mqcluster_cpu(brokers: list[object], leader: int) -> dict[str, Callable[[], float]]:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from bench import Row
-from bench.peer_table import ACKNOWLEDGED_WHEN, OURS, Measured, peer_rows, ratio
+from bench.peer_table import ACKNOWLEDGED_WHEN, OURS, Ledger, Measured, peer_rows, ratio
 
 
 def fake(system: str, scale: float) -> Measured:
     return Measured(system, p50_ms=1.0 * scale, p99_ms=4.0 * scale, pipelined=1000 * scale,
                     drain=5000 * scale, failover=[0.5 * scale, 0.2 * scale, 2.0 * scale],
-                    acked=100, lost=0, cpu_us={"node1": 10 * scale, "node2": 5 * scale,
-                                               "client": 100.0})
+                    acked=100, read=101, lost=0, duplicated=1,
+                    cpu_us={"node1": 10 * scale, "node2": 5 * scale, "client": 100.0})
 
 
 def by_metric(rows: list[Row], metric: str) -> Row:
@@ -33,8 +33,11 @@ def test_failover_median_and_max_and_loss() -> None:
                            "(median)").value == 0.5
     assert by_metric(rows, "mqcluster controller: failover gap after leader SIGKILL "
                            "(max)").value == 2.0
-    lost = by_metric(rows, "mqcluster controller: acknowledged but lost after failover")
-    assert lost.value == 0 and lost.note.startswith("100 acknowledged")
+    lost = by_metric(rows, "mqcluster controller: acknowledged but lost (every phase, by "
+                           "message id)")
+    assert lost.value == 0 and lost.note == "100 acknowledged, 101 read back"
+    twice = by_metric(rows, "mqcluster controller: read back more than once (duplicated)")
+    assert twice.value == 1 and twice.note == "100 acknowledged, 101 read back"
 
 
 def test_server_cpu_excludes_the_client() -> None:
@@ -80,3 +83,25 @@ def test_auto_batched_publish_is_compared_with_each_peers_pipelined_rate() -> No
     names = [r.metric for r in rows]
     assert names.index("mqcluster controller: pipelined publish, producer auto-batch") == \
         names.index("NATS JetStream: pipelined publish") + 1
+
+
+def test_every_system_is_checked_by_message_id() -> None:
+    rows = peer_rows([fake("NATS JetStream", 1), fake("RabbitMQ quorum queue", 1)])
+    for system in ("NATS JetStream", "RabbitMQ quorum queue"):
+        assert by_metric(rows, f"{system}: acknowledged but lost (every phase, by "
+                               "message id)").note == "100 acknowledged, 101 read back"
+        assert by_metric(rows, f"{system}: read back more than once (duplicated)").value == 1
+
+
+def test_the_ledger_finds_what_a_count_would_hide() -> None:
+    """Two acknowledged ids missing, and two others read twice: the counts agree (4 acked,
+    4 read), the ids do not."""
+    ledger = Ledger()
+    ledger.ack([0, 1, 2, 3])
+    ledger.read.update([0, 0, 1, 1])
+    m = Measured("mqcluster dledger")
+    ledger.settle(m)
+    assert (m.acked, m.read, m.lost, m.duplicated) == (4, 4, 2, 2)
+    ledger.read.update([2, 3])
+    ledger.settle(m)
+    assert (m.lost, m.duplicated) == (0, 2)
