@@ -108,3 +108,48 @@ async def test_an_ack_past_what_was_sent_closes_the_connection(group: GroupHarne
     view = ha.view
     assert view is not None
     assert view.offset_of(slave_id) <= max_offset
+
+
+async def _idle(g: GroupHarness, m: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    cfg = g.configs[m]
+    return await asyncio.open_connection(cfg.brokerIP1, cfg.haListenPort,
+                                         local_addr=("127.0.0.99", 0))
+
+
+async def test_strangers_past_the_pending_cap_are_closed_on_arrival(
+        group: GroupHarness) -> None:
+    g = group
+    m, _s, slave_id = await _ready(g)
+    ha = g.broker(m).replicas.master  # type: ignore[union-attr]
+    ha.options.max_pending_connections = 4
+    conns = [await _idle(g, m) for _ in range(7)]
+    try:
+        # The last three are closed at once; the first four wait for the deadline (10 s).
+        assert all(await asyncio.gather(*(_closed(r) for r, _w in conns[4:])))
+        pending = [c for c in ha._serving if c.transport is not None
+                   and not c.transport.is_closing() and not c.transferring]
+        assert len(pending) == 4
+        assert ha._conns[slave_id].transferring
+        result = await g.put(m, b"while strangers wait")
+        assert result.status is PutStatus.PUT_OK
+    finally:
+        for _r, w in conns:
+            w.close()
+
+
+async def test_a_connection_without_a_handshake_is_closed_at_the_deadline(
+        group: GroupHarness) -> None:
+    g = group
+    m, _s, slave_id = await _ready(g)
+    ha = g.broker(m).replicas.master  # type: ignore[union-attr]
+    real = ha._conns[slave_id]
+    ha.options.handshake_timeout_s = 0.5
+    conns = [await _idle(g, m) for _ in range(3)]
+    try:
+        assert all(await asyncio.gather(*(_closed(r) for r, _w in conns)))
+        assert ha._conns[slave_id] is real and real.transferring
+        result = await g.put(m, b"after the idle strangers")
+        assert result.status is PutStatus.PUT_OK
+    finally:
+        for _r, w in conns:
+            w.close()

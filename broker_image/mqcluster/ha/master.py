@@ -38,12 +38,14 @@ from mqcluster.raft.peers import normal_ip
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import OPEN_END, EpochFileCache
 from mqcluster.store.message import PutStatus
+from mqcluster.wire.ratelog import RateLimitedLog
 
 SENDFILE_MIN = 64 * 1024
 """Frame bodies from this size go by ``sendfile``; a smaller one costs less as one
 ``pread`` and one send than as a corked header, ``sendfile`` and two ``setsockopt``."""
 
 log = logging.getLogger(__name__)
+_refusals = RateLimitedLog(log)  # strangers can cause these at will
 
 Clock = Callable[[], float]
 Reporter = Callable[[set[int]], Awaitable[tuple[set[int], int] | None]]
@@ -71,6 +73,12 @@ class HAMasterOptions:
     gate_dispatch: bool = True
     """Consumers see only what every SyncStateSet member has (controller mode). Classic
     master-slave dispatches everything at once, as RocketMQ does."""
+    handshake_timeout_s: float = 10.0
+    """A connection that has not finished its handshake (and sent its offset) this long
+    after connecting is closed: an idle stranger holds no place on the HA port."""
+    max_pending_connections: int = 32
+    """Connections still in their handshake, at most; more are closed on arrival. A
+    group has a handful of slaves, each with one connection."""
 
 
 class HAMasterService:
@@ -311,6 +319,7 @@ class _SlaveConnection(asyncio.Protocol):
         self._in_flight: deque[int] = deque()
         """End offsets of the data frames the slave has not acknowledged yet."""
         self._sender: asyncio.Task[None] | None = None
+        self._deadline: asyncio.TimerHandle | None = None
         self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         """Done once the connection is lost and its sender has stopped."""
 
@@ -320,10 +329,28 @@ class _SlaveConnection(asyncio.Protocol):
         # A stream transport (uvloop's is not an asyncio.Transport subclass).
         self.transport = cast(asyncio.Transport, transport)
         self.peer = transport.get_extra_info("peername")
-        self.service._serving.add(self)
-        if self.service.view is None:
+        svc = self.service
+        if svc.view is None:
+            svc._serving.add(self)
             log.info("HA connection from %s refused: not the master", self.peer)
             transport.close()
+            return
+        opts = svc.options
+        pending = sum(1 for c in svc._serving if c.phase is not _Phase.TRANSFER)
+        svc._serving.add(self)
+        if pending >= opts.max_pending_connections:
+            _refusals.warning("pending", "HA connection from %s refused: %d connections "
+                              "are already in their handshake", self.peer, pending)
+            self.close()
+            return
+        self._deadline = asyncio.get_running_loop().call_later(
+            opts.handshake_timeout_s, self._handshake_overdue)
+
+    def _handshake_overdue(self) -> None:
+        if self.phase is not _Phase.TRANSFER:
+            _refusals.warning("overdue", "HA connection from %s closed: no handshake within "
+                              "%.0f s", self.peer, self.service.options.handshake_timeout_s)
+            self.close()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -336,6 +363,8 @@ class _SlaveConnection(asyncio.Protocol):
             self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
         if exc is not None:
             log.info("HA connection from %s lost: %r", self.peer, exc)
         self.transferring = False
@@ -436,6 +465,8 @@ class _SlaveConnection(asyncio.Protocol):
         self.sent = max(start, slave_offset)
         view.connected(hs.broker_id, hs.async_learner, svc.now_ms())
         self.phase = _Phase.TRANSFER
+        if self._deadline is not None:
+            self._deadline.cancel()
         self.transferring = True
         svc._acked_by(hs.broker_id, slave_offset)
         log.info("slave %d connected at offset %d, transfer from %d",
