@@ -97,6 +97,7 @@ def test_lag_per_group_and_queue(spark: SparkSession, tmp_path: Path) -> None:
     assert result.summary["groups"]["H"] == {"lag_messages": 0, "lag_bytes": 0, "drained": True}
 
 
+@pytest.mark.timeout(900)  # several Spark stages: minutes on a loaded 2-core machine
 def test_history_finds_exactly_the_planted_faults(spark: SparkSession, tmp_path: Path) -> None:
     records = messages(10)
     records[7].properties["UNIQ_KEY"] = "u7"
