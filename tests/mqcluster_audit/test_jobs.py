@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from mqcluster.store.epoch_file import EpochFileCache
