@@ -504,9 +504,14 @@ def _rows(
 
 
 def run() -> list[Row]:
-    from bench import operator_rate
+    """The real control plane's rows (operator_real: Ready, elections in both modes, idle
+    request rates), then this emulator bench of 100 groups' failovers; the emulator's
+    request rates only where the kit is absent."""
+    from bench import operator_rate, operator_real
 
-    return [*asyncio.run(_main()), *operator_rate.rows()]
+    real = operator_real.rows()
+    rate = operator_rate.rows() if operator_real.kit_missing() else []
+    return [*real, *asyncio.run(_main()), *rate]
 
 
 def main(argv: list[str]) -> int:
