@@ -39,11 +39,11 @@ async def test_a_refusal_reads_the_table_again_at_most_once_a_second() -> None:
     await gate.refresh()
     table.table[4] = "127.0.0.24:10911"  # registered a moment ago
     assert gate.refusal(4, "127.0.0.24") is not None
-    assert gate._refreshing is None  # within the second of the last read
+    assert gate.refresher.task is None  # within the second of the last read
     now[0] += 1.5
     assert gate.refusal(4, "127.0.0.24") is not None
-    assert gate._refreshing is not None
-    await gate._refreshing
+    assert gate.refresher.task is not None
+    await gate.refresher.task
     assert gate.refusal(4, "127.0.0.24") is None
     assert table.reads == 2
     await gate.close()

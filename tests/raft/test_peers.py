@@ -58,8 +58,8 @@ async def test_names_are_resolved_and_resolved_again_when_an_address_changes() -
     gate._addrs["n0"] = frozenset({"10.9.9.9"})
     now[0] += 5
     assert gate.refusal("n0", "127.0.0.1") is not None
-    assert gate._refreshing is not None
-    await gate._refreshing
+    assert gate.refresher.task is not None
+    await gate.refresher.task
     assert gate.refusal("n0", "127.0.0.1") is None
     await gate.close()
 

@@ -16,23 +16,18 @@ master takes every slave, and the HA port is for the group's network only.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import socket
 import time
 from collections.abc import Awaitable, Callable
 
-from mqcluster.raft.peers import normal_ip
+from mqcluster.raft.peers import Refresher, resolve_ips
 
 log = logging.getLogger(__name__)
 
 Fetch = Callable[[], Awaitable[dict[int, str]]]
 """The group's registered replicas: broker id -> ``host:port``."""
 
-_REFRESH_EVERY = 1.0
 _LOG_EVERY = 60.0
-_RESOLVE_TIMEOUT = 2.0
 
 
 class ReplicaHosts:
@@ -40,8 +35,7 @@ class ReplicaHosts:
         self._fetch = fetch
         self._clock = clock
         self._hosts: dict[int, frozenset[str]] | None = None  # None: never read yet
-        self._last_refresh = float("-inf")
-        self._refreshing: asyncio.Task[None] | None = None
+        self.refresher = Refresher(self._read, "ha-replica-hosts", clock=clock)
         self._logged: dict[str, float] = {}
 
     @property
@@ -78,44 +72,24 @@ class ReplicaHosts:
 
     async def refresh(self) -> None:
         """Read the replica table now (kept as it was if the controller does not answer)."""
-        self._last_refresh = self._clock()
+        await self.refresher.run()
+
+    def refresh_soon(self) -> None:
+        self.refresher.soon()
+
+    async def _read(self) -> None:
         try:
             table = await self._fetch()
         except Exception as exc:  # the controller's client raises several kinds
             log.info("cannot read this group's replicas from the controller: %s", exc)
             return
-        loop = asyncio.get_running_loop()
         hosts: dict[int, frozenset[str]] = {}
         for broker_id, addr in table.items():
-            host = addr.rpartition(":")[0] or addr
-            ip = normal_ip(host)
-            if ip is not None:
-                hosts[broker_id] = frozenset({ip})
-                continue
             try:
-                infos = await asyncio.wait_for(
-                    loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), _RESOLVE_TIMEOUT)
+                hosts[broker_id] = await resolve_ips(addr.rpartition(":")[0] or addr)
             except (OSError, TimeoutError):
                 hosts[broker_id] = self.hosts(broker_id)
-                continue
-            found = {normal_ip(str(info[4][0])) for info in infos}
-            hosts[broker_id] = frozenset(i for i in found if i is not None)
         self._hosts = hosts
 
-    def refresh_soon(self) -> None:
-        if self._refreshing is not None and not self._refreshing.done():
-            return
-        if self._clock() - self._last_refresh < _REFRESH_EVERY:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._refreshing = loop.create_task(self.refresh(), name="ha-replica-hosts")
-
     async def close(self) -> None:
-        task = self._refreshing
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.refresher.close()

@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from mqcluster.wire.rpc import STREAM_LIMIT, Connection, HandlerRegistry, RpcError, split_addr
 
@@ -63,6 +63,57 @@ def remote_ip(conn: Connection) -> str | None:
     return None
 
 
+async def resolve_ips(host: str) -> frozenset[str]:
+    """``host``'s addresses in canonical form (an IP address is its own); OSError or
+    TimeoutError if a name cannot be resolved within _RESOLVE_TIMEOUT seconds."""
+    ip = normal_ip(host)
+    if ip is not None:
+        return frozenset({ip})
+    infos = await asyncio.wait_for(
+        asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM),
+        _RESOLVE_TIMEOUT)
+    found = {normal_ip(str(info[4][0])) for info in infos}
+    return frozenset(i for i in found if i is not None)
+
+
+class Refresher:
+    """Runs ``work`` in the background when asked (``soon``): one run at a time, and none
+    within ``every`` seconds of the last one's start, so a flood of refused connections
+    costs at most one lookup a second."""
+
+    def __init__(self, work: Callable[[], Awaitable[None]], name: str, *,
+                 clock: Callable[[], float], every: float = _REFRESH_EVERY) -> None:
+        self._work = work
+        self._name = name
+        self._clock = clock
+        self._every = every
+        self._last = float("-inf")
+        self.task: asyncio.Task[None] | None = None  # the latest background run
+
+    async def run(self) -> None:
+        """Run ``work`` now; it counts as the last run."""
+        self._last = self._clock()
+        await self._work()
+
+    def soon(self) -> None:
+        if self.task is not None and not self.task.done():
+            return
+        if self._clock() - self._last < self._every:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.task = loop.create_task(self.run(), name=self._name)
+
+    async def close(self) -> None:
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 class PeerGate:
     """Decides whether a message claiming to come from ``src`` over a connection from
     ``remote`` is taken. Names are resolved by ``resolve`` (at start) and, at most once a
@@ -72,14 +123,12 @@ class PeerGate:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.hosts = {peer: split_addr(addr)[0] for peer, addr in peers.items()}
         self.check_hosts = check_hosts
-        self._clock = clock
         self._addrs: dict[str, frozenset[str]] = {}
         for peer, host in self.hosts.items():
             ip = normal_ip(host)
             self._addrs[peer] = frozenset({ip}) if ip is not None else frozenset()
         self._names = {peer for peer, host in self.hosts.items() if normal_ip(host) is None}
-        self._last_refresh = float("-inf")
-        self._refreshing: asyncio.Task[None] | None = None
+        self.refresher = Refresher(self._resolve_names, "raft-peer-resolve", clock=clock)
 
     def addresses(self, peer: str) -> frozenset[str]:
         return self._addrs.get(peer, frozenset())
@@ -95,15 +144,16 @@ class PeerGate:
         if remote is not None and remote in self._addrs[src]:
             return None
         if src in self._names:
-            self._refresh_soon()
+            self.refresher.soon()
         return f"sender {src!r} is configured at {host}, but the connection comes from {remote}"
 
     async def resolve(self) -> None:
         """Resolve every peer given by name now, all at once (those that fail keep what
         they had: a peer whose pod does not exist yet is looked up again later)."""
-        if not self._names:
-            return
-        self._last_refresh = self._clock()
+        if self._names:
+            await self.refresher.run()
+
+    async def _resolve_names(self) -> None:
         peers = sorted(self._names)
         found = await asyncio.gather(*(self._lookup(self.hosts[p]) for p in peers))
         for peer, addrs in zip(peers, found, strict=True):
@@ -112,33 +162,14 @@ class PeerGate:
 
     @staticmethod
     async def _lookup(host: str) -> frozenset[str] | None:
-        loop = asyncio.get_running_loop()
         try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), _RESOLVE_TIMEOUT)
+            return await resolve_ips(host)
         except (OSError, TimeoutError) as exc:
             log.info("cannot resolve peer host %s: %s", host, exc)
             return None
-        found = {normal_ip(str(info[4][0])) for info in infos}
-        return frozenset(ip for ip in found if ip is not None)
-
-    def _refresh_soon(self) -> None:
-        if self._refreshing is not None and not self._refreshing.done():
-            return
-        if self._clock() - self._last_refresh < _REFRESH_EVERY:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._refreshing = loop.create_task(self.resolve(), name="raft-peer-resolve")
 
     async def close(self) -> None:
-        task = self._refreshing
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.refresher.close()
 
 
 class PeerClient:
