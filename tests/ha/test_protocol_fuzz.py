@@ -35,14 +35,20 @@ def _pieces(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
-def feed_slave_frames(data: bytes, cuts: list[int]) -> list[Any]:
-    decoder = SlaveFrameDecoder()
+def _decode(decoder: SlaveFrameDecoder | MasterFrameDecoder, data: bytes,
+            cuts: list[int]) -> list[Any]:
+    """The frames decoded from ``data`` fed in pieces, up to the first refused one."""
     out: list[Any] = []
     try:
         for piece in _pieces(data, cuts):
             out += decoder.feed(piece)
     except HAProtocolError:
         pass
+    return out
+
+
+def feed_slave_frames(data: bytes, cuts: list[int]) -> list[Any]:
+    out = _decode(SlaveFrameDecoder(), data, cuts)
     for f in out:
         if isinstance(f, SlaveHandshake):
             assert 1 <= f.broker_id <= LONG_MAX
@@ -52,13 +58,7 @@ def feed_slave_frames(data: bytes, cuts: list[int]) -> list[Any]:
 
 
 def feed_master_frames(data: bytes, cuts: list[int]) -> list[Any]:
-    decoder = MasterFrameDecoder(MAX_BODY)
-    out: list[Any] = []
-    try:
-        for piece in _pieces(data, cuts):
-            out += decoder.feed(piece)
-    except HAProtocolError:
-        pass
+    out = _decode(MasterFrameDecoder(MAX_BODY), data, cuts)
     for f in out:
         if isinstance(f, MasterHandshake):
             assert f.max_offset >= 0 and f.epoch >= 0
