@@ -21,22 +21,19 @@ import time
 from collections.abc import Awaitable, Callable
 
 from mqcluster.raft.peers import Refresher, resolve_ips
+from mqcluster.wire.ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
 Fetch = Callable[[], Awaitable[dict[int, str]]]
 """The group's registered replicas: broker id -> ``host:port``."""
 
-_LOG_EVERY = 60.0
-
-
 class ReplicaHosts:
     def __init__(self, fetch: Fetch, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._fetch = fetch
-        self._clock = clock
         self._hosts: dict[int, frozenset[str]] | None = None  # None: never read yet
         self.refresher = Refresher(self._read, "ha-replica-hosts", clock=clock)
-        self._logged: dict[str, float] = {}
+        self._refusals_log = RateLimitedLog(log, interval=60.0, clock=clock)
 
     @property
     def known(self) -> bool:
@@ -61,14 +58,7 @@ class ReplicaHosts:
     def log_refusal(self, peer: object, reason: str) -> None:
         """A warning per remote host at most once a minute (a flood stays quiet)."""
         host = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
-        now = self._clock()
-        last = self._logged.get(host)
-        if last is not None and now - last < _LOG_EVERY:
-            return
-        if len(self._logged) > 1024:
-            self._logged.clear()
-        self._logged[host] = now
-        log.warning("HA connection from %s refused: %s", peer, reason)
+        self._refusals_log.warning(host, "HA connection from %s refused: %s", peer, reason)
 
     async def refresh(self) -> None:
         """Read the replica table now (kept as it was if the controller does not answer)."""

@@ -75,6 +75,7 @@ from mqcluster.raft.types import (
     SnapshotMeta,
 )
 from mqcluster.wire.frame import FrameError, RemotingCommand, encode_frame_parts
+from mqcluster.wire.ratelog import RateLimitedLog
 from mqcluster.wire.rpc import (
     Connection,
     HandlerRegistry,
@@ -92,7 +93,6 @@ _PEER_ATTRIBUTE = "raft.peer"  # on a server connection: the member sending over
 _PORT_PROBES = 5  # of a leader whose connection closed (see _peer_connection_closed)
 _REFUSED = object()  # _PEER_ATTRIBUTE of a connection closed for what it sent
 _REFUSAL_LOG_INTERVAL = 60.0  # seconds between two warnings about one remote host
-_REFUSAL_LOG_KEYS = 1024  # remote hosts remembered for that
 
 
 async def port_refuses(addr: str, timeout: float) -> bool:
@@ -371,7 +371,7 @@ class RaftRunner:
         self._server: RpcServer | None = None
         self._client: PeerClient | None = None
         self._gate = PeerGate(self.peers, check_hosts=self.options.check_peer_hosts, clock=clock)
-        self._refusals_logged: dict[str, float] = {}  # remote address -> when last logged
+        self._refusals_log = RateLimitedLog(log, interval=_REFUSAL_LOG_INTERVAL)
         self._senders: dict[str, _PeerSender] = {}
         self._bodies = EntriesBodyCache()
         self._tasks: list[asyncio.Task[None]] = []
@@ -652,15 +652,9 @@ class RaftRunner:
         core. Logged at most once a minute per remote address (a flood stays quiet)."""
         conn.attributes[_PEER_ATTRIBUTE] = _REFUSED
         self.stats.refused_connections += 1
-        now = time.monotonic()
-        host = conn.peer.rpartition(":")[0]
-        last = self._refusals_logged.get(host)
-        if last is None or now - last >= _REFUSAL_LOG_INTERVAL:
-            if len(self._refusals_logged) >= _REFUSAL_LOG_KEYS:
-                self._refusals_logged.clear()
-            self._refusals_logged[host] = now
-            log.warning("%s: closing Raft connection from %s: %s", self.node_id, conn.peer,
-                        reason)
+        self._refusals_log.warning(conn.peer.rpartition(":")[0],
+                                   "%s: closing Raft connection from %s: %s", self.node_id,
+                                   conn.peer, reason)
         conn.writer.close()
 
     def _watch_peer_connection(self, conn: Connection, peer: str) -> None:

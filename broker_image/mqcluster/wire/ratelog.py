@@ -1,7 +1,9 @@
 """Log lines an attacker can trigger at will, at most one per kind per interval.
 
 The first event of a kind is logged at once; later ones within ``interval`` seconds are
-counted and the count rides on the next line logged for that kind.
+counted and the count rides on the next line logged for that kind. A kind may be a
+remote host; past ``max_kinds`` of them everything is forgotten (memory stays bounded
+whatever the number of hosts).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from collections.abc import Callable
 
 class RateLimitedLog:
     def __init__(self, logger: logging.Logger, interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, max_kinds: int = 1024) -> None:
         self.logger = logger
         self.interval = interval
         self.clock = clock
+        self.max_kinds = max_kinds
         self._last: dict[str, float] = {}
         self._suppressed: dict[str, int] = {}
 
@@ -31,6 +34,9 @@ class RateLimitedLog:
         if last is not None and now - last < self.interval:
             self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
             return False
+        if last is None and len(self._last) >= self.max_kinds:
+            self._last.clear()
+            self._suppressed.clear()
         self._last[kind] = now
         skipped = self._suppressed.pop(kind, 0)
         if skipped:
