@@ -17,6 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+METRICS_EXPORTER: frozenset[str] = frozenset({
+    # read by BrokerConfig, ControllerConfig and ProxyConfig alike
+    "metricsExporterType", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
+    "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",
+    "metricLoggingExporterIntervalInMills", "metricsPromExporterPort",
+    "metricsPromExporterHost", "metricsLabel", "metricsInDelta",
+})
+
 BROKER_IDENTITY: frozenset[str] = frozenset({
     "brokerName", "brokerClusterName", "brokerId", "isBrokerContainer", "isInBrokerContainer",
 })
@@ -76,18 +84,15 @@ BROKER_CONFIG: frozenset[str] = frozenset({
     "fetchControllerAddrByDnsLookup", "syncBrokerMetadataPeriod", "checkSyncStateSetPeriod",
     "syncControllerMetadataPeriod", "controllerHeartBeatTimeoutMills",
     "validateSystemTopicWhenUpdateTopic", "brokerElectionPriority", "useStaticSubscription",
-    "metricsExporterType", "metricsOtelCardinalityLimit", "metricsGrpcExporterTarget",
-    "metricsGrpcExporterHeader", "metricGrpcExporterTimeOutInMills",
-    "metricGrpcExporterIntervalInMills", "metricLoggingExporterIntervalInMills",
-    "metricsPromExporterPort", "metricsPromExporterHost", "metricsLabel", "metricsInDelta",
-    "channelExpiredTimeout", "subscriptionExpiredTimeout", "estimateAccumulation",
+    "metricsOtelCardinalityLimit", "channelExpiredTimeout", "subscriptionExpiredTimeout",
+    "estimateAccumulation",
     "coldCtrStrategyEnable", "usePIDColdCtrStrategy", "cgColdReadThreshold",
     "globalColdReadThreshold", "fetchNamesrvAddrInterval", "popResponseReturnActualRetryTopic",
     "enableSingleTopicRegister", "enableMixedMessageType", "enableSplitRegistration",
     "popInflightMessageThreshold", "enablePopMessageThreshold", "splitRegistrationSize",
     "configBlackList", "skipWhenCKRePutReachMaxTimes", "appendAckAsync", "appendCkAsync",
     "clearRetryTopicWhenDeleteTopic", "enableLmqStats", "enableCreateSysGroup",
-})
+}) | METRICS_EXPORTER
 
 MESSAGE_STORE_CONFIG: frozenset[str] = frozenset({
     "storePathRootDir", "storePathCommitLog", "storePathDLedgerCommitLog", "storePathEpochFile",
@@ -188,15 +193,11 @@ CONTROLLER_CONFIG: frozenset[str] = frozenset({
     "controllerDLegerGroup", "controllerDLegerPeers", "controllerDLegerSelfId",
     "mappedFileSize", "controllerStorePath", "electMasterMaxRetryCount",
     "enableElectUncleanMaster", "isProcessReadEvent", "notifyBrokerRoleChanged",
-    "scanInactiveMasterInterval", "metricsExporterType", "metricsGrpcExporterTarget",
-    "metricsGrpcExporterHeader", "metricGrpcExporterTimeOutInMills",
-    "metricGrpcExporterIntervalInMills", "metricLoggingExporterIntervalInMills",
-    "metricsPromExporterPort", "metricsPromExporterHost", "metricsLabel", "metricsInDelta",
-    "configBlackList",
+    "scanInactiveMasterInterval", "configBlackList",
     # JraftConfig, read from the same file when controllerType=jRaft
     "jRaftElectionTimeoutMs", "jRaftScanWaitTimeoutMs", "jRaftSnapshotIntervalSecs",
     "jRaftGroupId", "jRaftServerId", "jRaftInitConf", "jRaftControllerRPCAddr",
-})
+}) | METRICS_EXPORTER
 
 PROXY_CONFIG: frozenset[str] = frozenset({
     "rocketMQClusterName", "proxyClusterName", "proxyName", "localServeAddr",
@@ -239,14 +240,11 @@ PROXY_CONFIG: frozenset[str] = frozenset({
     "renewMaxTimeMillis", "renewSchedulePeriodMillis", "returnHandleGroupThreadPoolNums",
     "enableAclRpcHookForClusterMode", "useDelayLevel", "messageDelayLevel",
     "metricCollectorMode", "metricCollectorAddress", "regionId", "traceOn",
-    "metricsExporterType", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
-    "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",
-    "metricLoggingExporterIntervalInMills", "metricsPromExporterPort",
-    "metricsPromExporterHost", "metricsLabel", "metricsInDelta", "channelExpiredTimeout",
+    "channelExpiredTimeout",
     "enableRemotingLocalProxyGrpc", "localProxyConnectTimeoutMs", "remotingAccessAddr",
     "remotingListenPort", "sendLatencyEnable", "startDetectorEnable", "detectTimeout",
     "detectInterval", "enableBatchAck",
-})
+}) | METRICS_EXPORTER
 
 AUTH_CONFIG: frozenset[str] = frozenset({
     "authConfigPath", "authenticationEnabled", "authenticationProvider",
