@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.offline import iter_messages
@@ -17,6 +19,12 @@ class BrokerProcesses:
     (``hang``/``wake``), restart on the same store, and the stores read back."""
 
     brokers: list[BrokerProc]
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
 
     @property
     def endpoints(self) -> str:
@@ -63,3 +71,21 @@ class BrokerProcesses:
 
     def logs(self) -> str:
         return "\n".join(f"--- broker {i}\n{b.log_tail(60)}" for i, b in enumerate(self.brokers))
+
+
+G = TypeVar("G", bound=BrokerProcesses)
+
+
+@contextlib.asynccontextmanager
+async def running(group: G, ready: Callable[[], Awaitable[object]]) -> AsyncIterator[G]:
+    """``group`` started and ``ready`` for a test; its brokers' log tails printed if the
+    test fails; closed whatever happens."""
+    try:
+        await group.start()
+        await ready()
+        yield group
+    except BaseException:
+        print(group.logs())
+        raise
+    finally:
+        await group.close()

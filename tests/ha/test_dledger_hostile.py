@@ -19,6 +19,7 @@ from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.node import parse_peers
 from mqcluster.raft.types import HardState
 from tests.broker.procs import broker_props
+from tests.ha.brokers import running
 from tests.ha.dledger_cluster import DLedgerProcessGroup
 from tests.ha.test_processes import History, produce, wait_acks
 from tests.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
@@ -32,15 +33,8 @@ QUIET_S = 1.5
 @pytest.fixture
 async def group(tmp_path: Path) -> AsyncIterator[DLedgerProcessGroup]:
     g = DLedgerProcessGroup(tmp_path)
-    try:
-        await g.start()
-        await g.wait_leader()
+    async with running(g, g.wait_leader):
         yield g
-    except BaseException:
-        print(g.logs())
-        raise
-    finally:
-        await g.close()
 
 
 async def _settled(g: DLedgerProcessGroup) -> tuple[str, int]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
+from tests.ha.brokers import running
 from tests.ha.dledger_cluster import DLedgerProcessGroup
 from tests.ha.test_processes import TOPIC, History, produce, wait_acks
 
@@ -21,15 +22,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 async def group(tmp_path: Path) -> AsyncIterator[DLedgerProcessGroup]:
     g = DLedgerProcessGroup(tmp_path, preferredLeaderIds="n0")
-    try:
-        await g.start()
-        await g.wait_leader()
+    async with running(g, g.wait_leader):
         yield g
-    except BaseException:
-        print(g.logs())
-        raise
-    finally:
-        await g.close()
 
 
 async def test_sigkill_leader_twenty_times(group: DLedgerProcessGroup) -> None:

@@ -28,6 +28,7 @@ from mqcluster.client import Producer as NativeProducer
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import PROPERTY_UNIQ_KEY
 from tests.broker.grpc.client_util import client_config, new_message
+from tests.ha.brokers import running
 from tests.ha.cluster import ProcessGroup
 
 TOPIC = "FailoverTopic"
@@ -87,15 +88,8 @@ def consume(endpoints: str, history: History) -> None:
 @pytest.fixture
 async def group(tmp_path: Path) -> AsyncIterator[ProcessGroup]:
     g = ProcessGroup(tmp_path)
-    try:
-        await g.start()
-        await g.wait_sync_state_set(3)
+    async with running(g, lambda: g.wait_sync_state_set(3)):
         yield g
-    except BaseException:
-        print(g.logs())
-        raise
-    finally:
-        await g.close()
 
 
 async def check_consistency(g: ProcessGroup, history: History) -> None:
