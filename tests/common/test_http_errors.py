@@ -37,7 +37,8 @@ async def test_garbage_requests_log_one_line_and_the_endpoint_serves(
     await web.TCPSite(runner, host, int(port)).start()
     try:
         with caplog.at_level(logging.INFO):
-            for garbage in (b"XYZ / HTTP/1.1\r\n\r\n", b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n",
+            long_line = b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n"
+            for garbage in (b"XYZ / HTTP/1.1\r\n\r\n", long_line,
                             b"\xff\xfe\x00junk\r\n\r\n", b"GET / HTTP/1.1\r\n\r\n"):
                 assert b"400" in (await _raw(host, int(port), garbage)).split(b"\r\n")[0]
             answer = await _raw(host, int(port), b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
