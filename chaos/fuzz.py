@@ -170,7 +170,7 @@ def _fill(msg: PbMessage, rng: random.Random, depth: int = 0) -> None:
 def _scalar(f: pb_descriptor.FieldDescriptor, rng: random.Random) -> object:
     t = pb_descriptor.FieldDescriptor
     if f.type == t.TYPE_STRING:
-        return rng.choice(("", "fuzz-" + secrets.token_hex(4), "\x01KEYS\x02x", "a" * 300,
+        return rng.choice(("", "fuzz-" + rng.randbytes(4).hex(), "\x01KEYS\x02x", "a" * 300,
                            "%TOPIC%", "../x"))
     if f.type == t.TYPE_BYTES:
         return rng.randbytes(rng.choice((0, 8, 1000)))
