@@ -44,6 +44,7 @@ from chaos.frames import FrameFuzzer
 from chaos.netns import probe
 from chaos.process import HostProcess
 from chaos.runner import ScenarioResult, run_scenario, say
+from chaos.table import aligned
 
 REMOTING_PORTS = {NAMESRV_PORT, CONTROLLER_PORT, DLEDGER_PORT, BROKER_PORTS["listenPort"]}
 KIND_BY_PORT = {**dict.fromkeys(REMOTING_PORTS, "remoting"),
@@ -293,17 +294,14 @@ def fuzz_fault(frames: int, report: FuzzReport) -> Fault:
 def render(results: list[tuple[ScenarioResult, FuzzReport]]) -> str:
     head = ("scenario", "process", "listener", "kind", "payloads", "conns", "closed",
             "refused", "answers")
-    rows: list[tuple[str, ...]] = [head]
+    rows: list[tuple[str, ...]] = []
     for result, report in results:
         for s in report.listeners:
             answers = ", ".join(f"{k} {v}" for k, v in s.answers.most_common(4))
             rows.append((result.scenario, s.process, s.address, s.kind, str(s.sent),
                          str(s.connections), str(s.closed_by_server), str(s.refused),
                          answers))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-           for r in rows]
-    out.insert(1, "  ".join("-" * w for w in widths))
+    out = aligned(head, rows)
     out.append("")
     for result, report in results:
         v = result.verdict

@@ -20,12 +20,19 @@ def row(r: ScenarioResult) -> tuple[str, ...]:
             f"{v.max_unavailable_ms / 1000:.1f} s", "ok" if r.ok else "FAILED")
 
 
-def render(results: list[ScenarioResult]) -> str:
-    lines = [HEADER, *(row(r) for r in results)]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
+def aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """``header`` and ``rows`` in columns as wide as their widest cell, the header
+    underlined with dashes."""
+    lines = [header, *rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
            for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
+    return out
+
+
+def render(results: list[ScenarioResult]) -> str:
+    out = aligned(HEADER, [row(r) for r in results])
     for r in results:
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.faults.items()))
         out.append(f"{r.scenario}: faults that took effect {kinds or 'none'}")
