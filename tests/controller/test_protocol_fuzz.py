@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mqcluster.common.javaints import INT32_MAX, INT64_MAX
 from mqcluster.controller import protocol
 from mqcluster.controller.config import ControllerConfig
 from mqcluster.controller.consensus import LocalConsensus
-from mqcluster.controller.limits import INT_MAX, LONG_MAX, NAME_MAX, ControllerHeader
+from mqcluster.controller.limits import NAME_MAX, ControllerHeader
 from mqcluster.controller.protocol import (
     BrokerHeartbeatRequestHeader,
     BrokerReplicasInfo,
@@ -80,7 +81,7 @@ def check_header(h: ControllerHeader) -> None:
         if isinstance(value, bool):
             continue
         if isinstance(value, int):
-            assert 0 <= value <= LONG_MAX, (f.name, value)
+            assert 0 <= value <= INT64_MAX, (f.name, value)
             for m in meta:
                 assert m.ge is None or value >= m.ge
                 assert m.le is None or value <= m.le
@@ -165,7 +166,7 @@ def test_bodies_decode_within_limits_or_raise_protocol_error(
         value = decode(body)
     except ProtocolError:
         return
-    assert all(-1 <= i <= LONG_MAX for i in _ints(value)), value
+    assert all(-1 <= i <= INT64_MAX for i in _ints(value)), value
 
 
 @FUZZ
@@ -175,13 +176,13 @@ def test_id_lists_hold_broker_ids_or_raise_protocol_error(raw: str) -> None:
         ids = parse_id_list(raw)
     except ProtocolError:
         return
-    assert all(type(i) is int and 0 <= i <= LONG_MAX for i in ids)
+    assert all(type(i) is int and 0 <= i <= INT64_MAX for i in ids)
 
 
 def test_epochs_past_a_java_int_are_refused() -> None:
     with pytest.raises(ProtocolError, match="syncStateSetEpoch"):
         SyncStateSetBody.decode(json.dumps({"syncStateSet": [1],
-                                            "syncStateSetEpoch": INT_MAX + 1}).encode())
+                                            "syncStateSetEpoch": INT32_MAX + 1}).encode())
     for member in (True, 1.0, "1", -1, 2**63):
         with pytest.raises(ProtocolError, match="SyncStateSet member"):
             SyncStateSetBody.decode(json.dumps({"syncStateSet": [member]}).encode())
@@ -249,8 +250,8 @@ def test_the_service_answers_every_request_and_keeps_its_state_in_range(
     with tempfile.TemporaryDirectory() as tmp:
         svc = asyncio.run(_serve(cmds, Path(tmp)))
     state = svc.state.to_json()
-    assert all(-1 <= i <= LONG_MAX for i in _ints(state)), state
+    assert all(-1 <= i <= INT64_MAX for i in _ints(state)), state
     for group in state.get("syncStateSetInfoTable", {}).values():
-        assert 0 <= group.get("masterEpoch", 0) <= INT_MAX
+        assert 0 <= group.get("masterEpoch", 0) <= INT32_MAX
     text = json.dumps(state)
     assert "\\u0000" not in text and "\\n" not in text

@@ -15,6 +15,7 @@ from typing import Annotated
 import msgspec
 from pydantic import Field
 
+from mqcluster.common.javaints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from mqcluster.namesrv.protocol import Model
 from mqcluster.wire.header import Header, renamed
 
@@ -37,8 +38,6 @@ __all__ = [
 # Header field constraints, checked by ``from_ext``: Java's int and long ranges, queue
 # ids and offsets never negative. (Names are checked by the handlers with the shared
 # rules of ``mqcluster.store.validation``; the lengths here only bound what is kept.)
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 NonEmptyStr127 = Annotated[str, msgspec.Meta(min_length=1, max_length=127)]
 Int32 = Annotated[int, msgspec.Meta(ge=INT32_MIN, le=INT32_MAX)]

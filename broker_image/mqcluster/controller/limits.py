@@ -16,6 +16,7 @@ from typing import Annotated, Any, Self
 
 import msgspec
 
+from mqcluster.common.javaints import INT32_MAX, INT64_MAX
 from mqcluster.wire.header import CamelHeader, HeaderError
 
 
@@ -23,17 +24,15 @@ class ProtocolError(ValueError):
     """A header or body does not match the protocol; the message names the field."""
 
 
-INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
 NAME_MAX = 255
 MAX_MEMBERS = 1024  # broker ids in one SyncStateSet
 
-BrokerId = Annotated[int, msgspec.Meta(ge=0, le=LONG_MAX)]
-Offset = Annotated[int, msgspec.Meta(ge=0, le=LONG_MAX)]
-Millis = Annotated[int, msgspec.Meta(ge=0, le=LONG_MAX)]
-Epoch = Annotated[int, msgspec.Meta(ge=0, le=INT_MAX)]
-Priority = Annotated[int, msgspec.Meta(ge=0, le=INT_MAX)]
-Term = Annotated[int, msgspec.Meta(ge=0, le=LONG_MAX)]
+BrokerId = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+Offset = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+Millis = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+Epoch = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
+Priority = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
+Term = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=NAME_MAX,
                                    pattern=r"^[^\x00-\x20\x7f]+\Z")]
 Address = Name

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from mqcluster.common.javaints import INT32_MAX, INT64_MAX
 from mqcluster.controller.limits import (
-    INT_MAX,
-    LONG_MAX,
     MAX_MEMBERS,
     NAME_MAX,
     Address,
@@ -280,7 +279,7 @@ def decode_json(body: bytes, what: str) -> Any:
         raise ProtocolError(f"{what}: body is not valid JSON: {show(str(exc))}") from None
 
 
-def _as_int(value: Any, what: str, lo: int = 0, hi: int = LONG_MAX) -> int:
+def _as_int(value: Any, what: str, lo: int = 0, hi: int = INT64_MAX) -> int:
     """A JSON integer (not a bool, a float or a string) in ``lo..hi``."""
     if type(value) is not int:
         raise ProtocolError(f"{what} must be an integer, got {show(value)}")
@@ -294,7 +293,7 @@ def _as_id(value: Any, what: str = "broker id") -> int:
 
 
 def _as_epoch(value: Any, what: str) -> int:
-    return _as_int(value, what, 0, INT_MAX)
+    return _as_int(value, what, 0, INT32_MAX)
 
 
 def _key_id(key: str, what: str = "broker id") -> int:

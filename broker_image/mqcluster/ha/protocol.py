@@ -19,6 +19,8 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
+from mqcluster.common.javaints import INT64_MAX
+
 FLAG_SYNC_FROM_LAST_FILE = 1
 FLAG_ASYNC_LEARNER = 2
 
@@ -30,7 +32,6 @@ _TRANSFER = struct.Struct(">iiqiqq")
 _STATE = struct.Struct(">i")
 
 MAX_EPOCH_ENTRIES = 1 << 16
-_LONG_MAX = 2**63 - 1
 
 
 class HAState(IntEnum):
@@ -224,7 +225,7 @@ class MasterFrameDecoder(_Buffer):
         _, size, offset, epoch, epoch_start, confirm = _TRANSFER.unpack_from(buf, pos)
         if size < 0 or size > self.max_body:
             raise HAProtocolError(f"transfer body of {size} bytes (limit {self.max_body})")
-        if offset < 0 or epoch_start < 0 or epoch_start > offset or offset > _LONG_MAX - size:
+        if offset < 0 or epoch_start < 0 or epoch_start > offset or offset > INT64_MAX - size:
             raise HAProtocolError(f"bad transfer header: offset {offset}, epoch start "
                                   f"{epoch_start}, body of {size} bytes")
         if epoch < 0 or confirm < 0:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import re
 
+from mqcluster.common.javaints import INT64_MAX
+
 __all__ = [
     "MAX_ID_LENGTH",
     "MAX_LONG",
@@ -23,7 +25,7 @@ __all__ = [
     "parse_long",
 ]
 
-MAX_LONG = 2**63 - 1
+MAX_LONG = INT64_MAX
 MAX_TERM = MAX_LONG  # a member at this term stays there (see RaftNode._next_term)
 MAX_ID_LENGTH = 128
 

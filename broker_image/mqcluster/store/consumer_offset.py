@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mqcluster.common.javaints import INT32_MAX, INT64_MAX
 from mqcluster.store.json_config import JsonConfigFile
 
 log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR = "@"
-MAX_QUEUE_ID = 2**31 - 1
-MAX_OFFSET = 2**63 - 1
+MAX_QUEUE_ID = INT32_MAX
+MAX_OFFSET = INT64_MAX
 
 
 class ConsumerOffsetManager(JsonConfigFile):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mqcluster.common.javaints import INT32_MAX
 from mqcluster.store.json_config import TableEntry, VersionedTable
 
 
@@ -24,15 +25,12 @@ class SubscriptionGroupConfig(TableEntry):
     attributes: dict[str, str] = field(default_factory=dict)
 
 
-_INT32_MAX = 2**31 - 1
-
-
 def group_problem(config: SubscriptionGroupConfig) -> str | None:
     """What makes a group config unfit to keep (RocketMQ's ranges), or None."""
-    if not 0 <= config.retryQueueNums <= _INT32_MAX:
-        return f"retryQueueNums={config.retryQueueNums} is outside 0..{_INT32_MAX}"
-    if not -1 <= config.retryMaxTimes <= _INT32_MAX:
-        return f"retryMaxTimes={config.retryMaxTimes} is outside -1..{_INT32_MAX}"
+    if not 0 <= config.retryQueueNums <= INT32_MAX:
+        return f"retryQueueNums={config.retryQueueNums} is outside 0..{INT32_MAX}"
+    if not -1 <= config.retryMaxTimes <= INT32_MAX:
+        return f"retryMaxTimes={config.retryMaxTimes} is outside -1..{INT32_MAX}"
     if config.brokerId < 0 or config.whichBrokerWhenConsumeSlowly < 0:
         return "brokerId and whichBrokerWhenConsumeSlowly must not be negative"
     return None

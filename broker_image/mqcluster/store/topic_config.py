@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mqcluster.common.javaints import INT32_MAX
 from mqcluster.store.json_config import TableEntry, VersionedTable
 
 PERM_PRIORITY = 0x8
@@ -11,7 +12,6 @@ PERM_READ = 0x4
 PERM_WRITE = 0x2
 PERM_INHERIT = 0x1
 PERM_BITS = PERM_PRIORITY | PERM_READ | PERM_WRITE | PERM_INHERIT
-INT32_MAX = 2**31 - 1
 
 
 @dataclass

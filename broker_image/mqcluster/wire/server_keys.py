@@ -25,6 +25,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from mqcluster.common.config import RocketConfig
+from mqcluster.common.javaints import INT32_MAX
 from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from mqcluster.wire.limits import (
     DEFAULT_FRAME_DEADLINE_SECONDS,
@@ -37,7 +38,7 @@ from mqcluster.wire.limits import (
 )
 
 MIN_FRAME_MAX_LENGTH = 1024
-MAX_FRAME_MAX_LENGTH = 2**31 - 1  # (Java's int: RocketMQ's frame length field)
+MAX_FRAME_MAX_LENGTH = INT32_MAX  # (Java's int: RocketMQ's frame length field)
 
 
 class ServerLimitKeys(RocketConfig):

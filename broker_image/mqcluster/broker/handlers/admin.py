@@ -9,7 +9,6 @@ from pydantic import ValidationError
 from mqcluster.admin.broker_protocol import DeleteTopicRequestHeader, decode_update_topic
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.protocol import (
-    INT32_MAX,
     BrokerResponseCode,
     DeleteSubscriptionGroupRequestHeader,
     RequestCode,
@@ -23,6 +22,7 @@ from mqcluster.broker.topic_service import (
     check_group_name,
     check_topic_name,
 )
+from mqcluster.common.javaints import INT32_MAX
 from mqcluster.store.subscription_group import SubscriptionGroupConfig as StoredGroup
 from mqcluster.store.topic_config import TopicConfig
 from mqcluster.wire.frame import RemotingCommand

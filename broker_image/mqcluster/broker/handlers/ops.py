@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.protocol import INT64_MAX, BrokerResponseCode
+from mqcluster.broker.protocol import BrokerResponseCode
 from mqcluster.common.config import parse_properties
+from mqcluster.common.javaints import INT64_MAX
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 
