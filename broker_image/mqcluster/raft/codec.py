@@ -358,8 +358,8 @@ def decode_message(cmd: RemotingCommand, cache: EntriesBodyCache | None = None) 
         raise FrameError(f"{name}: {exc}") from None
     if spec.body_field == "entries":
         entries, offsets = decode_records(cmd.body)
-        _check_batch(kwargs, entries)
-        if cache is not None and entries and _consecutive(entries):
+        _check_batch(kwargs, entries)  # (so the entries are consecutive)
+        if cache is not None and entries:
             cache.add(entries, cmd.body, offsets)
         kwargs["entries"] = entries
     elif spec.body_field is not None:
