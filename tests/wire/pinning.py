@@ -165,3 +165,19 @@ async def pin_while_serving(pid: int, host: str, port: int,
     finally:
         await attack.stop()
     return Outcome(base, peak, probes, attack)
+
+
+def nested_header(code: int) -> bytes:
+    """A remoting frame whose JSON header nests 200,000 levels deep."""
+    header = b'{"code":%d,"x":' % code + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    return struct.pack(">II", 4 + len(header), len(header)) + header
+
+
+def assert_flood_handled(out: str) -> None:
+    """A server's output after a pinning flood and a deeply nested header: both were
+    refused, nothing escaped a task, and the closes were logged once per kind and
+    interval, not once per connection."""
+    assert "nested too deeply" in out
+    assert "partial frames of all connections would exceed" in out
+    assert "Task exception was never retrieved" not in out and "Traceback" not in out
+    assert out.count("closing connection") < 20, out.count("closing connection")

@@ -19,6 +19,7 @@ from mqcluster.wire.limits import (
     set_process_limits,
 )
 from mqcluster.wire.rpc import HandlerRegistry, RpcClient, RpcServer
+from tests.wire.pinning import nested_header
 
 
 class FakeClock:
@@ -264,9 +265,8 @@ async def test_a_deeply_nested_header_closes_its_connection_and_no_task_fails(
     loop.set_exception_handler(lambda _loop, ctx: failures.append(ctx))
     server = await serve(ServerLimits(), clock)
     try:
-        header = b'{"code":1,"x":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(struct.pack(">II", 4 + len(header), len(header)) + header)
+        writer.write(nested_header(1))
         assert await closed_by_server(reader)
         assert "nested too deeply" in caplog.text
         await echo_ok(client, server)
