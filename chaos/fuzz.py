@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,10 +111,9 @@ async def _drain(reader: asyncio.StreamReader, stats: ListenerStats) -> None:
     stats.closed_by_server += 1
 
 
-async def fuzz_stream(stats: ListenerStats, port: int, frames: int, make: object,
-                      rng: random.Random) -> None:
+async def fuzz_stream(stats: ListenerStats, port: int, frames: int,
+                      make: Callable[[], bytes], rng: random.Random) -> None:
     """``frames`` payloads over fresh connections of a few payloads each."""
-    assert callable(make)
     while stats.sent < frames:
         try:
             reader, writer = await asyncio.wait_for(
