@@ -10,7 +10,6 @@ could be elected any more, even after restarting every controller. A term of
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,17 +21,21 @@ from mqcluster.controller.standin import StandInBroker
 from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.types import HardState
 from tests.procs import free_addr
-from tests.raft.hostile import heartbeat_frame, send_frames
+from tests.raft.hostile import (
+    View,
+    Views,
+    heartbeat_frame,
+    host_of,
+    send_frames,
+    settled,
+    stranger_host,
+    unmoved,
+)
 
 pytestmark = pytest.mark.slow
 
 CLUSTER = "c1"
 GROUP = "broker-h"
-QUIET_S = 1.5  # no member may take a sender's term for this long after the frames
-
-
-def _host(addr: str) -> str:
-    return addr.rpartition(":")[0]
 
 
 @pytest.fixture
@@ -49,31 +52,19 @@ def cluster(tmp_path: Path) -> Iterator[LocalControllerCluster]:
         c.kill_all()
 
 
+def _views(cluster: LocalControllerCluster) -> Views:
+    async def views() -> list[View]:
+        metas = [await cluster.metadata(node) for node in cluster.ids]
+        return [None if m is None else (m.leader_id, m.term) for m in metas]
+    return views
+
+
 async def _settled(cluster: LocalControllerCluster) -> tuple[str, int]:
-    """Once every controller follows one active controller: its id and the term."""
-    async with asyncio.timeout(60):
-        while True:
-            metas = [await cluster.metadata(node) for node in cluster.ids]
-            seen = {(m.leader_id, m.term) for m in metas if m is not None}
-            if len(seen) == 1 and None not in metas:
-                (leader, term), = seen
-                if leader is not None:
-                    return leader, term
-            await asyncio.sleep(0.05)
+    return await settled(_views(cluster))
 
 
 async def _unmoved(cluster: LocalControllerCluster) -> None:
-    """For QUIET_S seconds every controller answers and none took a sender's term (all
-    stay far below 1000, the smallest term sent: on a loaded machine a member may still
-    start an election of its own), then they agree on an active controller again."""
-    deadline = time.monotonic() + QUIET_S
-    while time.monotonic() < deadline:
-        for node in cluster.ids:
-            meta = await cluster.metadata(node)
-            assert meta is not None, f"{node} stopped answering\n{cluster.logs()}"
-            assert meta.term < 1000, f"{node} took term {meta.term}\n{cluster.logs()}"
-        await asyncio.sleep(0.1)
-    await _settled(cluster)
+    await unmoved(_views(cluster), list(cluster.ids), cluster.logs)
 
 
 async def _new_master(brokers: list[StandInBroker], old: int) -> StandInBroker:
@@ -108,11 +99,11 @@ async def test_reported_frame_leaves_group_electing_and_restartable(
         frame = heartbeat_frame(followers[0], active, 2**64)
         await send_frames(cluster.addrs[active], [frame])
         closed = await send_frames(cluster.addrs[active], [frame],
-                                   source_host=_host(cluster.addrs[followers[0]]))
+                                   source_host=host_of(cluster.addrs[followers[0]]))
         assert closed, "a member closes the connection that sent an out-of-range term"
         for node in followers:
             await send_frames(cluster.addrs[node], [heartbeat_frame(active, node, 2**64)],
-                              source_host=_host(cluster.addrs[active]))
+                              source_host=host_of(cluster.addrs[active]))
         await _unmoved(cluster)
         assert "raft driver failed" not in cluster.logs()
 
@@ -143,9 +134,7 @@ async def test_bigger_term_from_a_non_peer_forces_no_election(
 ) -> None:
     active, _ = await _settled(cluster)
     followers = [n for n in cluster.ids if n != active]
-    stranger = _host(free_addr())
-    while stranger in {_host(a) for a in cluster.addrs.values()}:
-        stranger = _host(free_addr())
+    stranger = stranger_host(cluster.addrs.values())
     for _ in range(3):
         for node in cluster.ids:
             src = followers[0] if node == active else active

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,11 +22,18 @@ from tests.ha.brokers import running
 from tests.ha.dledger_cluster import DLedgerProcessGroup
 from tests.ha.test_processes import History, produce, wait_acks
 from tests.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
-from tests.raft.hostile import heartbeat_frame, send_frames
+from tests.raft.hostile import (
+    View,
+    Views,
+    heartbeat_frame,
+    host_of,
+    send_frames,
+    settled,
+    stranger_host,
+    unmoved,
+)
 
 pytestmark = pytest.mark.slow
-
-QUIET_S = 1.5
 
 
 @pytest.fixture
@@ -37,35 +43,19 @@ async def group(tmp_path: Path) -> AsyncIterator[DLedgerProcessGroup]:
         yield g
 
 
+def _views(g: DLedgerProcessGroup) -> Views:
+    async def views() -> list[View]:
+        sts = [await g.status(i) for i in range(len(g.brokers))]
+        return [None if s is None else (s["leader"], s["term"]) for s in sts]
+    return views
+
+
 async def _settled(g: DLedgerProcessGroup) -> tuple[str, int]:
-    """Once every replica follows one leader: its id and the term."""
-    async with asyncio.timeout(60):
-        while True:
-            sts = [await g.status(i) for i in range(len(g.brokers))]
-            seen = {(s["leader"], s["term"]) for s in sts if s is not None}
-            if None not in sts and len(seen) == 1:
-                (leader, term), = seen
-                if isinstance(leader, str) and isinstance(term, int):
-                    return leader, term
-            await asyncio.sleep(0.05)
+    return await settled(_views(g))
 
 
 async def _unmoved(g: DLedgerProcessGroup) -> None:
-    """For QUIET_S seconds every replica answers and none took a sender's term (1000 is
-    the smallest sent; a loaded machine may still cause elections of the group's own)."""
-    deadline = time.monotonic() + QUIET_S
-    while time.monotonic() < deadline:
-        for i in range(len(g.brokers)):
-            st = await g.status(i)
-            assert st is not None, f"replica {i} stopped answering\n{g.logs()}"
-            term = st["term"]
-            assert isinstance(term, int) and term < 1000, (st, g.logs())
-        await asyncio.sleep(0.1)
-    await _settled(g)
-
-
-def _host(addr: str) -> str:
-    return addr.rpartition(":")[0]
+    await unmoved(_views(g), [f"replica {i}" for i in range(len(g.brokers))], g.logs)
 
 
 async def test_hostile_frames_leave_the_group_writable_and_restartable(
@@ -75,9 +65,7 @@ async def test_hostile_frames_leave_the_group_writable_and_restartable(
     peers = parse_peers(g.peers)
     await _settled(g)
     other = {n: next(p for p in g.ids if p != n) for n in g.ids}
-    stranger = _host(free_addr())
-    while stranger in set(g.ips):
-        stranger = _host(free_addr())
+    stranger = stranger_host(peers.values())
 
     # term=1000 from an address that is no peer's, claiming a peer's id: ignored.
     for _ in range(3):
@@ -88,7 +76,7 @@ async def test_hostile_frames_leave_the_group_writable_and_restartable(
     for n in g.ids:
         frame = heartbeat_frame(other[n], n, 2**64)
         await send_frames(peers[n], [frame])
-        assert await send_frames(peers[n], [frame], source_host=_host(peers[other[n]]))
+        assert await send_frames(peers[n], [frame], source_host=host_of(peers[other[n]]))
     await _unmoved(g)
 
     history = History()
@@ -114,7 +102,7 @@ def test_a_hardstate_out_of_range_stops_the_broker_with_one_line(
     tmp_path: Path, procs: Procs  # noqa: F811
 ) -> None:
     """As an older version saved the reported frame's term: one line naming the file."""
-    ip = _host(free_addr())
+    ip = host_of(free_addr())
     peers = f"n0-{free_addr(ip)};n1-{free_addr()};n2-{free_addr()}"
     props = broker_props(tmp_path, ip, brokerName="dledger-a", enableDLegerCommitLog="true",
                          dLegerGroup="dledger-a", dLegerPeers=peers, dLegerSelfId="n0")
