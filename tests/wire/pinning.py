@@ -18,10 +18,15 @@ CHUNK = bytes(64 * 1024)
 
 def rss_bytes(pid: int) -> int:
     """Resident set size of ``pid`` (Linux)."""
+    return status_bytes(pid, "VmRSS")
+
+
+def status_bytes(pid: int, field_name: str) -> int:
+    """A size field of ``/proc/<pid>/status`` (given there in KiB), in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field_name + ":"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field_name} for pid {pid}")
 
 
 @dataclass
@@ -95,13 +100,6 @@ class Attack:
                 await task
 
 
-def _status_kib(pid: int, field_name: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field_name + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field_name} for pid {pid}")
-
-
 @dataclass
 class Outcome:
     base: int
@@ -131,7 +129,7 @@ async def pin_while_serving(pid: int, host: str, port: int,
     runs again and again; the RSS growth seen and the probes answered."""
     await probe()  # (warm: the first request's one-time allocations are not the attack's)
     base = rss_bytes(pid)
-    hwm_before = _status_kib(pid, "VmHWM")
+    hwm_before = status_bytes(pid, "VmHWM")
     peak = base
     probes = 0
     attack = Attack(host, port, connections=connections)
@@ -159,7 +157,7 @@ async def pin_while_serving(pid: int, host: str, port: int,
 
     try:
         await asyncio.gather(sample(), serve_normally(), attack_then_done())
-        hwm_after = _status_kib(pid, "VmHWM")
+        hwm_after = status_bytes(pid, "VmHWM")
         if hwm_after > hwm_before:
             peak = max(peak, hwm_after)
     finally:
