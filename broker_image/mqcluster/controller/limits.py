@@ -17,6 +17,7 @@ from typing import Annotated, Any, Self
 import msgspec
 
 from mqcluster.common.javaints import INT32_MAX, INT64_MAX
+from mqcluster.raft.limits import show
 from mqcluster.wire.header import CamelHeader, HeaderError
 
 
@@ -53,11 +54,6 @@ def check_name(value: object, what: str) -> str:
         raise ProtocolError(f"{what} must be 1-{NAME_MAX} characters without spaces or "
                             f"control characters, got {show(value)}")
     return value
-
-
-def show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @functools.cache

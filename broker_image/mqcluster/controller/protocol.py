@@ -34,11 +34,11 @@ from mqcluster.controller.limits import (
     Text,
     check_decimal,
     check_name,
-    show,
 )
 from mqcluster.controller.limits import (
     ProtocolError as ProtocolError,
 )
+from mqcluster.raft.limits import show
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import CamelHeader
 

@@ -23,6 +23,7 @@ __all__ = [
     "parse_bool",
     "parse_finite_float",
     "parse_long",
+    "show",
 ]
 
 MAX_LONG = INT64_MAX
@@ -41,14 +42,14 @@ def parse_long(raw: str, what: str) -> int:
     """A non-negative decimal ``long`` written as ``str(int)`` writes it, nothing looser
     (no sign, spaces, underscores or leading zeros)."""
     if not _DECIMAL.fullmatch(raw):
-        raise LimitError(f"{what}: {_show(raw)} is not a non-negative decimal integer")
+        raise LimitError(f"{what}: {show(raw)} is not a non-negative decimal integer")
     return check_long(int(raw), what)
 
 
 def check_long(value: object, what: str) -> int:
     """``value`` itself if it is an int (not a bool) in 0..MAX_LONG."""
     if type(value) is not int:
-        raise LimitError(f"{what}: {_show(value)} is not an integer")
+        raise LimitError(f"{what}: {show(value)} is not an integer")
     if not 0 <= value <= MAX_LONG:
         raise LimitError(f"{what}: {value} is out of range 0..{MAX_LONG}")
     return value
@@ -57,9 +58,9 @@ def check_long(value: object, what: str) -> int:
 def check_id(value: object, what: str) -> str:
     """A member id: 1..MAX_ID_LENGTH printable ASCII characters, no spaces."""
     if type(value) is not str:
-        raise LimitError(f"{what}: {_show(value)} is not a member id")
+        raise LimitError(f"{what}: {show(value)} is not a member id")
     if len(value) > MAX_ID_LENGTH or not _ID.fullmatch(value):
-        raise LimitError(f"{what}: {_show(value)} is not a member id "
+        raise LimitError(f"{what}: {show(value)} is not a member id "
                          f"(1-{MAX_ID_LENGTH} printable characters, no spaces)")
     return value
 
@@ -69,20 +70,20 @@ def parse_bool(raw: str, what: str) -> bool:
         return True
     if raw == "False":
         return False
-    raise LimitError(f"{what}: {_show(raw)} is not True or False")
+    raise LimitError(f"{what}: {show(raw)} is not True or False")
 
 
 def parse_finite_float(raw: str, what: str) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise LimitError(f"{what}: {_show(raw)} is not a number") from None
+        raise LimitError(f"{what}: {show(raw)} is not a number") from None
     if not math.isfinite(value):
-        raise LimitError(f"{what}: {_show(raw)} is not a finite number")
+        raise LimitError(f"{what}: {show(raw)} is not a finite number")
     return value
 
 
-def _show(value: object) -> str:
+def show(value: object) -> str:
     """``value`` for an error message, cut short: a hostile field may be megabytes."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
