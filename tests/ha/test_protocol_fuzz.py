@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mqcluster.common.javaints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from mqcluster.ha.protocol import (
     HAProtocolError,
     HAState,
@@ -21,13 +22,11 @@ from mqcluster.ha.protocol import (
 )
 
 FUZZ = settings(max_examples=400, deadline=None, derandomize=True)
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 MAX_BODY = 4096
 
-LONGS = st.one_of(st.integers(-(2**63), 2**63 - 1),
-                  st.sampled_from([-1, 0, 1, LONG_MAX, -(2**63), LONG_MAX - 5]))
-INTS = st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from([-1, 0, 1, INT_MAX]))
+LONGS = st.one_of(st.integers(INT64_MIN, INT64_MAX),
+                  st.sampled_from([-1, 0, 1, INT64_MAX, INT64_MIN, INT64_MAX - 5]))
+INTS = st.one_of(st.integers(INT32_MIN, INT32_MAX), st.sampled_from([-1, 0, 1, INT32_MAX]))
 
 
 def _pieces(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -51,9 +50,9 @@ def feed_slave_frames(data: bytes, cuts: list[int]) -> list[Any]:
     out = _decode(SlaveFrameDecoder(), data, cuts)
     for f in out:
         if isinstance(f, SlaveHandshake):
-            assert 1 <= f.broker_id <= LONG_MAX
+            assert 1 <= f.broker_id <= INT64_MAX
         else:
-            assert isinstance(f, SlaveAck) and 0 <= f.max_offset <= LONG_MAX
+            assert isinstance(f, SlaveAck) and 0 <= f.max_offset <= INT64_MAX
     return out
 
 
@@ -68,7 +67,7 @@ def feed_master_frames(data: bytes, cuts: list[int]) -> list[Any]:
                        for e, s in f.entries)
         else:
             assert isinstance(f, Transfer)
-            assert 0 <= f.epoch_start_offset <= f.offset <= LONG_MAX - len(f.body)
+            assert 0 <= f.epoch_start_offset <= f.offset <= INT64_MAX - len(f.body)
             assert f.epoch >= 0 and f.confirm_offset >= 0 and len(f.body) <= MAX_BODY
     return out
 
@@ -155,7 +154,7 @@ def test_values_past_the_limits_are_refused() -> None:
         MasterHandshake(100, 3, ((3, 200),)).encode(),  # an entry past its max offset
         Transfer(10, -1, 0, 0).encode(),
         Transfer(10, 1, 0, -1).encode(),
-        Transfer(LONG_MAX - 3, 1, 0, 0, b"12345").encode(),
+        Transfer(INT64_MAX - 3, 1, 0, 0, b"12345").encode(),
     ):
         decoder: Any = SlaveFrameDecoder() if raw[:4] == _state(HAState.HANDSHAKE) and len(
             raw) == 16 else MasterFrameDecoder(MAX_BODY)
