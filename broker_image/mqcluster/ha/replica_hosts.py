@@ -35,10 +35,6 @@ class ReplicaHosts:
         self.refresher = Refresher(self._read, "ha-replica-hosts", clock=clock)
         self._refusals_log = RateLimitedLog(log, interval=60.0, clock=clock)
 
-    @property
-    def known(self) -> bool:
-        return self._hosts is not None
-
     def hosts(self, broker_id: int) -> frozenset[str]:
         return (self._hosts or {}).get(broker_id, frozenset())
 

@@ -63,16 +63,11 @@ class Survey:
     """Records found in bytes that recovery cuts off."""
 
     intact: int = 0
-    intact_bytes: int = 0
     damaged: list[tuple[int, int]] = field(default_factory=list)
     """``[start, end)`` commitlog offsets of the unreadable regions."""
     exact: bool = True
     """Each damaged region is one record whose length field is intact; else it may
     have held more records than counted (one each)."""
-
-    @property
-    def damaged_bytes(self) -> int:
-        return sum(end - start for start, end in self.damaged)
 
     @property
     def records_lost(self) -> int:
@@ -91,7 +86,6 @@ def survey(buf: mmap.mmap, lo: int, nonzero_end: int, seg_start: int, seg_size: 
             c = check(view, i, seg_start + i, True, max_size)
             if c.kind is RecordKind.MESSAGE:
                 into.intact += 1
-                into.intact_bytes += c.size
                 i += c.size
                 end = i
                 continue
