@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import select
 import shlex
 import shutil
 import subprocess
@@ -94,7 +95,9 @@ class Shell:
         deadline = time.monotonic() + timeout
         try:
             assert proc.stdout is not None
-            while time.monotonic() < deadline:
+            while (left := deadline - time.monotonic()) > 0:
+                if not select.select([proc.stdout], [], [], left)[0]:
+                    break  # nothing printed before the deadline
                 line = proc.stdout.readline()
                 if not line:
                     break
@@ -153,8 +156,11 @@ async def test_the_readme_kubernetes_section_runs_as_written(
 async def step(sh: Shell, run: OperatorRun, command: str, client: str,
                seen: dict[str, Any]) -> None:
     if command == "kubectl get bg -w":
-        lines = await asyncio.to_thread(sh.watch_until, command,
-                                        r"^broker-a\s.*\sTrue\s+Running")
+        try:
+            lines = await asyncio.to_thread(sh.watch_until, command,
+                                            r"^broker-a\s+Controller\s+3\s+broker-a-\d\s+\d+\s+True\s")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{run.describe()}") from None
         assert lines[0].split()[:3] == ["NAME", "MODE", "REPLICAS"]
         seen["watched"] = lines
     elif command.startswith("kubectl exec svc/broker-a -- "):
@@ -177,11 +183,17 @@ async def step(sh: Shell, run: OperatorRun, command: str, client: str,
     elif command == "kubectl describe bg broker-a":
         old = seen["old master"]
 
+        last: list[str] = [""]
+
         def described() -> str | None:
-            out = sh.run(command)
+            last[0] = out = sh.run(command)
             return out if f"from {old} to" in out and "MasterChanged" in out else None
 
-        out = await until(described, "the failover in kubectl describe")
+        try:
+            out = await until(described, "the failover in kubectl describe")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc} (old master {old}):\n{last[0]}\n{run.describe()}"
+                                 ) from None
         for cond in ("Ready", "MasterElected", "Progressing"):
             assert re.search(rf"Type:\s+{cond}", out), out
         seen["described"] = out
