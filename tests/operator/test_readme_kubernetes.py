@@ -1,8 +1,7 @@
 """The README's "On Kubernetes" section, run as written on the real control plane.
 
-The commands are parsed out of the section (README.md; until it is merged there,
-tests/operator/data/readme_kubernetes.md) and run in order with the real kubectl and
-helm, the user's current namespace being the test's. What a kubelet would do, the node
+The commands are parsed out of the section in README.md and run in order with the real
+kubectl and helm, the user's current namespace being the test's. What a kubelet would do, the node
 agent does; the operator's pod (which no kubelet runs here) is played by the operator run
 in-process with the same handlers. Two commands need a kubelet's streams and are carried
 out as they would act: ``kubectl exec svc/broker-a -- CMD`` runs CMD against the pod the
@@ -31,21 +30,17 @@ from .real_operator import BG, OperatorRun, operator_on
 from .realplane.controlplane import Kube
 from .realplane.node_agent import NodeAgent
 
-pytestmark = [pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
-PENDING = Path(__file__).parent / "data" / "readme_kubernetes.md"
 HEADING = "## On Kubernetes"
 RELEASE_NS = "mqcluster-system"
 
 
 def section() -> str:
-    """The section from README.md, or the text waiting to be merged into it."""
-    readme = (REPO / "README.md").read_text()
-    if HEADING in readme:
-        rest = readme.split(HEADING, 1)[1]
-        return HEADING + rest.split("\n## ", 1)[0]
-    return PENDING.read_text()
+    """The README's section, up to the next heading."""
+    rest = (REPO / "README.md").read_text().split(HEADING, 1)[1]
+    return HEADING + rest.split("\n## ", 1)[0]
 
 
 def blocks(text: str, lang: str) -> list[str]:
