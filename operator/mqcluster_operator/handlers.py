@@ -112,7 +112,12 @@ def login(memo: Any, **kwargs: Any) -> kopf.ConnectionInfo | None:
 def refusal(obj: Mapping[str, Any], exc: ApiError) -> tuple[str, str]:
     """(reason, message) of a write the API server refuses for good."""
     what = f"{obj['kind']} {obj['metadata'].get('name', '')}"
-    if obj["kind"] == "StatefulSet" and exc.status == 422 and "volumeClaimTemplates" in str(exc):
+    # The real API server says which fields may change ("updates to statefulset spec for
+    # fields other than ... are forbidden"), not which one did; of what the operator
+    # renders into a StatefulSet, only the claim templates (spec.storage) can be refused.
+    if obj["kind"] == "StatefulSet" and exc.status == 422 and (
+            "volumeClaimTemplates" in str(exc)
+            or "updates to statefulset spec for fields other than" in str(exc)):
         return ("StorageImmutable",
                 f"{what}: storage (size, storageClassName) cannot change once the "
                 f"StatefulSet exists; revert spec.storage or migrate the data to a new "

@@ -101,10 +101,6 @@ async def test_a_storage_size_change_is_refused_by_the_api_server(
     assert claim == sts["spec"]["volumeClaimTemplates"][0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the real API server's refusal does not name volumeClaimTemplates ('updates to "
-    "statefulset spec for fields other than ... are forbidden'); handlers.refusal looks for "
-    "that word, which only the emulator writes, so the reason is ApplyRefused"))
 async def test_a_storage_size_change_is_reported_as_storage_immutable(
         h: Harness, kube_namespace: str) -> None:
     ns = kube_namespace
