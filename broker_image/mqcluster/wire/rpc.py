@@ -304,8 +304,8 @@ class Connection:
             resp = await self.registry.dispatch(cmd, self)
             self._answer(cmd, resp)
             await self.writer.drain()
-        except (ConnectionError, OSError):
-            pass
+        except (ConnectionError, OSError, FrameError):
+            pass  # (drain re-raises the reader's error: the read loop says why it closed)
         finally:
             self._served(1)
 
@@ -315,8 +315,8 @@ class Connection:
             for cmd, resp in zip(cmds, answers, strict=True):
                 self._answer(cmd, resp)
             await self.writer.drain()
-        except (ConnectionError, OSError):
-            pass
+        except (ConnectionError, OSError, FrameError):
+            pass  # (drain re-raises the reader's error: the read loop says why it closed)
         finally:
             self._served(len(cmds))
 
