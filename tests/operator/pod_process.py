@@ -116,3 +116,27 @@ async def run_init(init: Mapping[str, Any], root: Path) -> None:
         raise RuntimeError(f"init container {init['name']} failed: {out.decode()}")
     with (root / "init.log").open("ab") as log:
         log.write(out)
+
+
+async def run_pre_stop(container: Mapping[str, Any], root: Path, timeout: float) -> None:
+    """The container's preStop exec hook, as a kubelet runs it before stopping the
+    container: the pod's config path is its local copy (``root/pod.conf``), ``python`` this
+    interpreter. The hook's outcome never keeps the pod from stopping."""
+    hook = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec")
+    if not hook:
+        return
+    argv = [sys.executable if a == "python"
+            else str(root / "pod.conf") if a.startswith(pod_manifests.RUN_DIR + "/")
+            else a.replace(pod_manifests.DATA_DIR, str(root))
+            for a in hook["command"]]
+    child = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        out, _ = await asyncio.wait_for(child.communicate(), timeout)
+    except TimeoutError:
+        child.kill()
+        out = b"(preStop timed out)\n"
+        await child.wait()
+    with (root / "prestop.log").open("ab") as log:
+        log.write(out)
+

@@ -126,10 +126,6 @@ async def until(check: Any, what: str, timeout: float = 300) -> Any:
         await asyncio.sleep(0.5)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "the node agent runs no preStop hook (the broker's hand-over): a deleted master pod that"
-    " the StatefulSet brings back before the controllers miss its heartbeats keeps its role,"
-    " and no failover follows; seen on a loaded machine"))
 async def test_the_readme_kubernetes_section_runs_as_written(
         kube_crds: Kube, node_agent: NodeAgent, helm: Path, tmp_path: Path) -> None:
     kube, ns = kube_crds, node_agent.namespace

@@ -39,7 +39,7 @@ import aiohttp
 from mqcluster_operator.k8s import ApiError
 from tests.broker.procs import Proc
 
-from ..pod_process import Addresses, Container, start_process
+from ..pod_process import Addresses, Container, run_pre_stop, start_process
 from .controlplane import KubeApi
 from .mirror import Mirror
 
@@ -249,6 +249,13 @@ class NodeAgent:
         name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
         slot = self.slots.get(name)
         if slot is not None and slot.uid == uid:
+            root = self.volumes.get(name)
+            proc = slot.proc
+            if proc is not None and proc.proc is not None and proc.proc.returncode is None \
+                    and root is not None:
+                # As a kubelet does: the hook (a master's hand-over), then the stop.
+                grace = float(pod["spec"].get("terminationGracePeriodSeconds") or 30)
+                await run_pre_stop(pod["spec"]["containers"][0], root, grace)
             await self._stop(name)
         try:
             await self.api.request(
