@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# -rsx: the log names every skipped or expected-to-fail test and why (the image, chaos and
+# real-control-plane tests skip only where podman, ip netns or ../shared/kube are missing).
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -rsx -p no:cacheprovider
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
