@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
+from typing import Any
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import generate_latest
 
 from mqcluster.broker.config import BrokerRole
 from mqcluster.broker.context import BrokerContext
-from mqcluster.common.http_errors import quiet_bad_requests
+from mqcluster.common.http_endpoint import MetricsEndpoint
 from mqcluster.store.retention import disk_usage_ratio
 
 
@@ -33,37 +33,17 @@ def refresh_gauges(ctx: BrokerContext) -> None:
     m.refresh_consumer_lag(lags)
 
 
-class HttpEndpoint:
+class HttpEndpoint(MetricsEndpoint):
     def __init__(self, ctx: BrokerContext, host: str, port: int) -> None:
+        super().__init__(host, port)
         self.ctx = ctx
-        self.host, self.port = host, port
-        self._runner: web.AppRunner | None = None
 
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/metrics", self.metrics)
-        app.router.add_get("/health", self.health)
-        return app
-
-    async def start(self) -> None:
-        quiet_bad_requests()
-        self._runner = web.AppRunner(self.app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def metrics(self, request: web.Request) -> web.Response:
+    def exposition(self) -> bytes:
         if self.ctx.serving:
             refresh_gauges(self.ctx)
-        body = generate_latest(self.ctx.metrics.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return generate_latest(self.ctx.metrics.registry)
 
-    async def health(self, request: web.Request) -> web.Response:
+    def health(self) -> tuple[int, Mapping[str, Any]]:
         cfg = self.ctx.config
         role = self.ctx.role
         # The role now, not the configured one: controller and DLedger modes move it.
@@ -81,8 +61,4 @@ class HttpEndpoint:
             "masterEpoch": role.master_epoch,
             "brokerAddr": self.ctx.addresses.broker,
         }
-        return web.Response(
-            status=200 if self.ctx.serving else 503,
-            text=json.dumps(data),
-            content_type="application/json",
-        )
+        return (200 if self.ctx.serving else 503), data

@@ -6,17 +6,15 @@ term, the active controller and the most recent elections.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
-from mqcluster.common.http_errors import quiet_bad_requests
+from mqcluster.common.http_endpoint import MetricsEndpoint
 
 if TYPE_CHECKING:
     from mqcluster.controller.statemachine import ControllerState
@@ -125,8 +123,8 @@ class ControllerMetrics:
         return generate_latest(self.registry)
 
 
-class MetricsServer:
-    """aiohttp server for ``/metrics`` and ``/health``."""
+class MetricsServer(MetricsEndpoint):
+    """``/metrics`` and ``/health`` of a controller."""
 
     def __init__(
         self,
@@ -135,34 +133,12 @@ class MetricsServer:
         host: str,
         port: int,
     ) -> None:
+        super().__init__(host, port)
         self.metrics = metrics
-        self.health = health
-        self.host, self.port = host, port
-        self._runner: web.AppRunner | None = None
+        self._health_data = health
 
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/health", self._health)
-        quiet_bad_requests()
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None)
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+    def exposition(self) -> bytes:
+        return self.metrics.exposition()
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    async def _metrics(self, _request: web.Request) -> web.Response:
-        body = self.metrics.exposition()
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def _health(self, _request: web.Request) -> web.Response:
-        return web.Response(
-            text=json.dumps(self.health(), sort_keys=True), content_type="application/json"
-        )
+    def health(self) -> tuple[int, Mapping[str, Any]]:
+        return 200, self._health_data()

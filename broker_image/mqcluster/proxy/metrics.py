@@ -7,15 +7,14 @@ tracker reports them.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
 from mqcluster.broker.context import ReplicaRole
-from mqcluster.common.http_errors import quiet_bad_requests
+from mqcluster.common.http_endpoint import MetricsEndpoint
 
 
 class ProxyMetrics:
@@ -62,33 +61,18 @@ class ProxyMetrics:
         return generate_latest(self.registry)
 
 
-class ProxyHttp:
+class ProxyHttp(MetricsEndpoint):
+    """``/metrics`` and ``/health`` of a proxy: UP while it knows its group's master."""
+
     def __init__(self, metrics: ProxyMetrics, host: str, port: int) -> None:
+        super().__init__(host, port)
         self.metrics = metrics
-        self.host, self.port = host, port
-        self._runner: web.AppRunner | None = None
 
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/health", self._health)
-        quiet_bad_requests()
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port).start()
+    def exposition(self) -> bytes:
+        return self.metrics.exposition()
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def _metrics(self, _request: web.Request) -> web.Response:
-        return web.Response(body=self.metrics.exposition(),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def _health(self, _request: web.Request) -> web.Response:
+    def health(self) -> tuple[int, Mapping[str, Any]]:
         role = self.metrics.role()
-        data = {"status": "UP" if role.master_grpc else "NO_MASTER",
-                "brokerName": self.metrics.broker, "masterAddr": role.master_addr,
-                "masterGrpc": role.master_grpc, "masterEpoch": role.master_epoch}
-        return web.Response(text=json.dumps(data), content_type="application/json")
+        return 200, {"status": "UP" if role.master_grpc else "NO_MASTER",
+                     "brokerName": self.metrics.broker, "masterAddr": role.master_addr,
+                     "masterGrpc": role.master_grpc, "masterEpoch": role.master_epoch}
