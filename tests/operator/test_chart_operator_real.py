@@ -43,6 +43,20 @@ async def apply(api: KubeApi, obj: dict[str, Any]) -> None:
                       params={"fieldManager": TEST_CLIENT, "force": "true"})
 
 
+async def apply_chart_crds(kube: Kube, api: KubeApi, objs: dict[str, list[dict[str, Any]]],
+                           ) -> None:
+    """Our CRDs as crds/ has them; the chart's others (kopf's peering) without the release's
+    labels, which a later helm install in the same control plane must be free to own."""
+    await kube.apply_crds(api)
+    ours = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in CRDS.glob("*.yaml")}
+    for crd in objs.get("CustomResourceDefinition", []):
+        name = crd["metadata"]["name"]
+        if name not in ours:
+            crd["metadata"] = {"name": name}
+            await apply(api, crd)
+            await established(api, name)
+
+
 async def established(api: KubeApi, name: str) -> None:
     for _ in range(200):
         crd = await api.get_path(
@@ -76,16 +90,7 @@ async def test_the_operator_as_the_chart_runs_it_stays_up_and_reconciles(
         obj["metadata"]["name"] = f"{ns}-{obj['metadata']['name']}"
         if obj["kind"] == "ClusterRoleBinding":
             obj["roleRef"]["name"] = f"{ns}-{obj['roleRef']['name']}"
-    # Our CRDs as crds/ has them; the chart's others (kopf's peering) without the release's
-    # labels, which a later helm install in the same control plane must be free to own.
-    await kube.apply_crds(kube_api)
-    ours = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in CRDS.glob("*.yaml")}
-    for crd in objs.get("CustomResourceDefinition", []):
-        name = crd["metadata"]["name"]
-        if name not in ours:
-            crd["metadata"] = {"name": name}
-            await apply(kube_api, crd)
-            await established(kube_api, name)
+    await apply_chart_crds(kube, kube_api, objs)
     for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                  "ClusterKopfPeering", "KopfPeering"):
         for obj in objs.get(kind, []):

@@ -31,7 +31,7 @@ import yaml
 
 from .chart_tools import kinds, template
 from .realplane.controlplane import Kube, KubeApi
-from .test_chart_operator_real import apply, established
+from .test_chart_operator_real import apply, apply_chart_crds
 from .test_images_run import images, local_image, podman, port  # noqa: F401  (images: fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -162,11 +162,7 @@ async def test_operator_image_as_the_chart_runs_it_reconciles_on_the_real_api_se
         obj["metadata"]["name"] = f"{ns}-{obj['metadata']['name']}"
         if obj["kind"] == "ClusterRoleBinding":
             obj["roleRef"]["name"] = f"{ns}-{obj['roleRef']['name']}"
-    for crd in objs.get("CustomResourceDefinition", []):
-        await apply(kube_api, crd)
-    for crd in objs.get("CustomResourceDefinition", []):
-        await established(kube_api, crd["metadata"]["name"])
-    await kube.apply_crds(kube_api)
+    await apply_chart_crds(kube, kube_api, objs)
     for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                  "ClusterKopfPeering", "KopfPeering"):
         for obj in objs.get(kind, []):
