@@ -164,7 +164,15 @@ async def send(namesrv: str, bodies: list[str], topic: str = TOPIC) -> None:
                     producer.routes.invalidate(topic)
                     await asyncio.sleep(0.2)
         for body in bodies:
-            await producer.send(Message(topic, body.encode()))
+            async with asyncio.timeout(30):
+                while True:
+                    try:
+                        await producer.send(Message(topic, body.encode()))
+                        break
+                    except NoRouteError:  # (nothing was sent: the route came back empty
+                        # while the group re-registered; sending again is no duplicate)
+                        producer.routes.invalidate(topic)
+                        await asyncio.sleep(0.2)
 
 
 async def consume(namesrv: str, want: int) -> int:
