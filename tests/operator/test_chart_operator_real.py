@@ -57,6 +57,26 @@ async def apply_chart_crds(kube: Kube, api: KubeApi, objs: dict[str, list[dict[s
             await established(api, name)
 
 
+async def install_chart_objects(kube: Kube, api: KubeApi, ns: str,
+                                objs: dict[str, list[dict[str, Any]]],
+                                ) -> tuple[dict[str, Any], str]:
+    """What the chart installs besides the operator's Deployment (CRDs, ServiceAccount,
+    RBAC, kopf's peering), as helm would; the Deployment and a token of its ServiceAccount.
+    The cluster-scoped objects get the namespace's name (unique per test)."""
+    for obj in [o for kind in ("ClusterRole", "ClusterRoleBinding") for o in objs.get(kind, [])]:
+        obj["metadata"]["name"] = f"{ns}-{obj['metadata']['name']}"
+        if obj["kind"] == "ClusterRoleBinding":
+            obj["roleRef"]["name"] = f"{ns}-{obj['roleRef']['name']}"
+    await apply_chart_crds(kube, api, objs)
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                 "ClusterKopfPeering", "KopfPeering"):
+        for obj in objs.get(kind, []):
+            await apply(api, obj)
+    [deployment] = objs["Deployment"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    return deployment, await kube.service_account_token(api, ns, account)
+
+
 async def established(api: KubeApi, name: str) -> None:
     for _ in range(200):
         crd = await api.get_path(
@@ -85,19 +105,7 @@ async def test_the_operator_as_the_chart_runs_it_stays_up_and_reconciles(
         tmp_path: Path) -> None:
     ns = kube_namespace
     objs = kinds(template(helm, namespace=ns))
-    # The cluster-scoped objects of this release get the namespace's name (unique per test).
-    for obj in [o for kind in ("ClusterRole", "ClusterRoleBinding") for o in objs.get(kind, [])]:
-        obj["metadata"]["name"] = f"{ns}-{obj['metadata']['name']}"
-        if obj["kind"] == "ClusterRoleBinding":
-            obj["roleRef"]["name"] = f"{ns}-{obj['roleRef']['name']}"
-    await apply_chart_crds(kube, kube_api, objs)
-    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                 "ClusterKopfPeering", "KopfPeering"):
-        for obj in objs.get(kind, []):
-            await apply(kube_api, obj)
-    [deployment] = objs["Deployment"]
-    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    token = await kube.service_account_token(kube_api, ns, account)
+    deployment, token = await install_chart_objects(kube, kube_api, ns, objs)
     kubeconfig = token_kubeconfig(kube.kubeconfig, token, tmp_path / "sa-kubeconfig")
     argv, env = operator_command(deployment, free_port())
     env.update(KUBECONFIG=str(kubeconfig), HOME=str(tmp_path), TMPDIR=str(tmp_path))

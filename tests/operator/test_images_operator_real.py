@@ -31,7 +31,7 @@ import yaml
 
 from .chart_tools import kinds, template
 from .realplane.controlplane import Kube, KubeApi
-from .test_chart_operator_real import apply, apply_chart_crds
+from .test_chart_operator_real import install_chart_objects
 from .test_images_run import images, local_image, podman, port  # noqa: F401  (images: fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -158,18 +158,7 @@ async def test_operator_image_as_the_chart_runs_it_reconciles_on_the_real_api_se
     # network with everything else on this machine.
     objs = kinds(template(helm, f"operator.livenessPort={port()}",
                           f"metrics.port={port()}", namespace=ns))
-    for obj in [o for kind in ("ClusterRole", "ClusterRoleBinding") for o in objs.get(kind, [])]:
-        obj["metadata"]["name"] = f"{ns}-{obj['metadata']['name']}"
-        if obj["kind"] == "ClusterRoleBinding":
-            obj["roleRef"]["name"] = f"{ns}-{obj['roleRef']['name']}"
-    await apply_chart_crds(kube, kube_api, objs)
-    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                 "ClusterKopfPeering", "KopfPeering"):
-        for obj in objs.get(kind, []):
-            await apply(kube_api, obj)
-    [deployment] = objs["Deployment"]
-    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    token = await kube.service_account_token(kube_api, ns, account)
+    deployment, token = await install_chart_objects(kube, kube_api, ns, objs)
     sa_dir = service_account_dir(kube, token, ns, tmp_path / "serviceaccount")
     name = f"mqimg-operator-{ns}"[:60]
     async with service_vip(kube.server) as vip:
