@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mqcluster.client import AdminClient, Message, Producer
 from mqcluster.wire.rpc import RpcClient
-from tests.broker.test_broker_cluster import wait_for_route
+from tests.broker.test_broker_cluster import assert_routed
 from tests.namesrv.helpers import start_namesrv, wait_for_output
 from tests.procs import Procs, free_addr, procs  # noqa: F401
 from tests.wire.pinning import MIB, assert_flood_handled, nested_header, pin_while_serving
@@ -36,7 +36,7 @@ async def test_pinning_connections_cost_under_50_mb_and_sends_are_stored(
     await wait_for_output(procs, broker, "boot success", timeout=60)
     async with AdminClient(namesrv_addr=namesrv) as admin:
         await admin.create_topic("Pinned", queue_nums=1)
-    await wait_for_route(namesrv, "Pinned")
+    await assert_routed(namesrv, "Pinned")
     raw = RpcClient()
     sent: list[int] = []
     try:

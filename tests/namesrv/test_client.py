@@ -156,3 +156,21 @@ async def test_registrar_registers_again_after_a_name_server_restart() -> None:
             assert second.routes.topic_list() == []
         finally:
             await second.stop()
+
+
+async def test_registered_waits_for_a_round_that_starts_after_the_call(
+        servers: list[NamesrvServer]) -> None:
+    topics = {"TopicTest": TopicConfig()}
+
+    def current() -> BrokerRegistration:
+        return registration().model_copy(update={"topicConfigTable": dict(topics)})
+
+    async with NamesrvClient(addrs_of(servers)) as client:
+        registrar = BrokerRegistrar(client, current, interval=3600)
+        registrar.start()
+        await registrar.wait_rounds(1)
+        topics["Added"] = TopicConfig()
+        await registrar.registered()
+        for srv in servers:
+            assert srv.routes.topic_list() == ["Added", "TopicTest"]
+        await registrar.stop()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +61,8 @@ class BrokerContext:
     serving: bool = False
     """True once every endpoint is up, False again when shutdown begins."""
     topic_listeners: list[Callable[[], None]] = field(default_factory=list)
+    topic_publishers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Waits until the name servers have been sent the current topics."""
     role_listeners: list[RoleListener] = field(default_factory=list)
     config_listeners: list[Callable[[BrokerConfig], None]] = field(default_factory=list)
     client_sessions: Callable[[], list[dict[str, Any]]] = list
@@ -111,6 +115,21 @@ class BrokerContext:
             return
         for listener in list(self.role_listeners):
             listener(old, role)
+
+    async def topics_published(self) -> None:
+        """Wait (up to registerBrokerTimeoutMills) until the name servers have the topics.
+
+        As in RocketMQ, an admin topic change answers only after registering it, so a
+        client asking the name server right after sees the topic; a name server that
+        does not answer in time is left to the periodic registration.
+        """
+        if not self.topic_publishers:
+            return
+        timeout = self.config.registerBrokerTimeoutMills / 1000.0
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*(publish() for publish in self.topic_publishers)), timeout
+            )
 
     def topics_changed(self) -> None:
         """Tell listeners (the name-server registrar) that topic configs changed."""

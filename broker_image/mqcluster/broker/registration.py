@@ -67,6 +67,7 @@ def start_registrar(ctx: BrokerContext) -> BrokerRegistrar | None:
         on_outcomes=remember_master,
     )
     ctx.topic_listeners.append(registrar.trigger)
+    ctx.topic_publishers.append(registrar.registered)
     ctx.role_listeners.append(lambda _old, _new: registrar.trigger())
     registrar.start()
     return registrar

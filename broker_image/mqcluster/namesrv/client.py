@@ -224,6 +224,7 @@ class BrokerRegistrar:
         self.on_outcomes = on_outcomes
         self.unregister_on_stop = unregister_on_stop
         self.rounds = 0
+        self._rounds_started = 0
         self.last_outcomes: list[RegisterOutcome] = []
         self._wake = asyncio.Event()
         self._round_done = asyncio.Condition()
@@ -242,6 +243,12 @@ class BrokerRegistrar:
     def trigger(self) -> None:
         """Register again now instead of waiting for the next period."""
         self._wake.set()
+
+    async def registered(self) -> None:
+        """Wait for a round that starts after this call (what changed before it has gone out)."""
+        target = self._rounds_started + 1
+        self.trigger()
+        await self.wait_rounds(target)
 
     async def wait_rounds(self, n: int) -> None:
         """Wait until at least ``n`` rounds have completed."""
@@ -267,6 +274,7 @@ class BrokerRegistrar:
     async def _run(self) -> None:
         while not self._stopping:
             self._wake.clear()
+            self._rounds_started += 1
             try:
                 await self.register_once()
             except asyncio.CancelledError:

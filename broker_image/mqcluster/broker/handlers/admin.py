@@ -80,6 +80,7 @@ class AdminHandlers:
                 order=h.order,
             )
         )
+        await self.ctx.topics_published()
         return cmd.response()
 
     async def all_topics(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
@@ -90,6 +91,7 @@ class AdminHandlers:
         self.topics.delete(h.topic)
         for group in self.ctx.store.offsets.groups_of_topic(h.topic):
             self.ctx.store.offsets.remove_group(group, h.topic)
+        await self.ctx.topics_published()
         return cmd.response()
 
     async def create_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
