@@ -3,7 +3,7 @@
 The disk's raw sequential-write rate and fsync rate are measured first, in the same
 directory, and are the limits the store's rates are compared to; then what writing
 costs in system CPU when the page cache grows into fresh pages, against a journal
-that drops each fsync'd range (the Raft log, ``raft/storage.py``).
+that drops each fsync'd range (the Raft log, ``raft/disk_log.py``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from mqcluster.raft.codec import (
     pack_values,
     unpack_values,
 )
-from mqcluster.raft.storage import encode_record
+from mqcluster.raft.disk_log import encode_record
 from mqcluster.raft.types import (
     AppendRequest,
     AppendResponse,

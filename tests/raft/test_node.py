@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mqcluster.raft.codec import RAFT_MESSAGE_CODES
+from mqcluster.raft.disk_log import PendingSync
 from mqcluster.raft.node import (
     ProposalError,
     RaftNotLeaderError,
@@ -22,7 +23,6 @@ from mqcluster.raft.node import (
     RunnerOptions,
     parse_peers,
 )
-from mqcluster.raft.storage import PendingSync
 from mqcluster.raft.types import (
     AppendRequest,
     Entry,

@@ -3,7 +3,7 @@
 ``RaftNode`` (core.py) is the state machine; ``types.py`` holds the messages,
 ``Ready`` and ``RaftConfig``. The rules live in small modules: election.py (vote
 answers and round outcomes), heartbeat.py, progress.py (per-follower window),
-raftlog.py (in-memory log), membership.py, quorum.py.
+memory_log.py (the in-memory log), disk_log.py (the log on disk), membership.py, quorum.py.
 """
 
 from mqcluster.raft.core import RaftNode

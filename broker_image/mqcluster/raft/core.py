@@ -40,9 +40,9 @@ from mqcluster.raft.membership import (
     with_promoted,
     without_member,
 )
+from mqcluster.raft.memory_log import LoadFn, MemoryLog
 from mqcluster.raft.progress import Progress, ProgressState
 from mqcluster.raft.quorum import quorum_index
-from mqcluster.raft.raftlog import LoadFn, RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
     AppendResponse,
@@ -120,7 +120,7 @@ class RaftNode:
         neither the snapshot nor a CONFIG entry in ``entries`` says otherwise.
         The caller restores its state machine from ``snapshot`` itself. With
         ``load`` (storage's reader), the data of applied entries past
-        ``max_cached_bytes`` is dropped from memory (see ``RaftLog.release``), and
+        ``max_cached_bytes`` is dropped from memory (see ``MemoryLog.release``), and
         the log may start as ``stored`` entries whose data it reads when needed."""
         self.id = node_id
         self.config = config
@@ -133,7 +133,7 @@ class RaftNode:
         self._snapshot = snapshot
         snap_index = snapshot.meta.index if snapshot else 0
         snap_term = snapshot.meta.term if snapshot else 0
-        self._log = RaftLog(snap_index, snap_term, entries, load=load,
+        self._log = MemoryLog(snap_index, snap_term, entries, load=load,
                             max_cached_bytes=max_cached_bytes, stored=stored)
         self._base_membership = copy_membership(
             snapshot.meta.membership if snapshot else membership

@@ -58,8 +58,8 @@ from mqcluster.raft.codec import (
     encode_message,
 )
 from mqcluster.raft.core import RaftNode
+from mqcluster.raft.disk_log import DiskLog
 from mqcluster.raft.peers import PeerClient, PeerGate, hosts_checked, remote_ip
-from mqcluster.raft.storage import RaftLog
 from mqcluster.raft.types import (
     AppendRequest,
     Entry,
@@ -364,8 +364,8 @@ class RaftRunner:
         self._clock = clock
         self.on_role_change: list[Callable[[RaftStatus], None]] = []
 
-        self._log: RaftLog | None = None
-        # One thread for all disk writes: RaftLog has a single writer.
+        self._log: DiskLog | None = None
+        # One thread for all disk writes: DiskLog has a single writer.
         self._io = ThreadPoolExecutor(1, thread_name_prefix=f"raft-io-{node_id}")
         self._node: RaftNode | None = None
         self._server: RpcServer | None = None
@@ -406,7 +406,7 @@ class RaftRunner:
 
     async def start(self) -> None:
         self._log = await asyncio.to_thread(
-            RaftLog, self.store_dir, segment_bytes=self.options.segment_bytes
+            DiskLog, self.store_dir, segment_bytes=self.options.segment_bytes
         )
         # Without snapshots the log is never compacted: its entries' data is read
         # when needed rather than all at once.
@@ -869,7 +869,7 @@ class RaftRunner:
             self._persist_ewma += (took - self._persist_ewma) * 0.25
 
     @staticmethod
-    def _write(store: RaftLog, rd: Ready, records: bytes | None) -> None:
+    def _write(store: DiskLog, rd: Ready, records: bytes | None) -> None:
         if rd.hard_state is not None:
             store.save_hard_state(rd.hard_state)
         if rd.snapshot is not None:

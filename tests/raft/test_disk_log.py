@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from mqcluster.raft.disk_log import CorruptLogError, DiskLog, encode_record
 from mqcluster.raft.diskformat import CorruptFileError, encode_records
-from mqcluster.raft.storage import CorruptLogError, RaftLog, encode_record
 from mqcluster.raft.types import Entry, EntryType, HardState, Membership, Snapshot, SnapshotMeta
 from tests.raft.helpers import entries_with_terms
 
@@ -31,9 +31,9 @@ def segment_files(root: Path) -> list[Path]:
     return sorted((root / "log").glob("*.seg"))
 
 
-def reopen(log: RaftLog, **kw: Any) -> RaftLog:
+def reopen(log: DiskLog, **kw: Any) -> DiskLog:
     log.close()
-    return RaftLog(log.root, **kw)
+    return DiskLog(log.root, **kw)
 
 
 def snap(index: int, term: int, data: bytes = b"state") -> Snapshot:
@@ -44,7 +44,7 @@ def snap(index: int, term: int, data: bytes = b"state") -> Snapshot:
 
 
 def test_empty_log(tmp_path: Path) -> None:
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         assert (log.first_index, log.last_index) == (1, 0)
         assert log.hard_state == HardState(term=0, voted_for=None)
         assert log.snapshot is None
@@ -52,7 +52,7 @@ def test_empty_log(tmp_path: Path) -> None:
 
 
 def test_append_and_reopen(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 3, term=1))
     log.append([*entries(4, 5, term=2), Entry(6, 2, EntryType.NOOP, b"")])
     log = reopen(log)
@@ -86,7 +86,7 @@ def record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> FsyncRecorder:
 
 
 def test_one_fsync_per_appended_batch(tmp_path: Path, record_fsyncs: FsyncRecorder) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 1))  # creates the segment (and fsyncs its directory)
     calls = record_fsyncs()
     log.append(entries(2, 200))
@@ -97,7 +97,7 @@ def test_one_fsync_per_appended_batch(tmp_path: Path, record_fsyncs: FsyncRecord
 def test_append_without_sync_leaves_the_fsync_to_sync(
     tmp_path: Path, record_fsyncs: FsyncRecorder
 ) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 1))
     calls = record_fsyncs()
     log.append(entries(2, 50), sync=False)
@@ -113,7 +113,7 @@ def test_append_without_sync_leaves_the_fsync_to_sync(
 def test_a_segment_switch_fsyncs_the_old_tail_written_without_sync(
     tmp_path: Path, record_fsyncs: FsyncRecorder
 ) -> None:
-    log = RaftLog(tmp_path, segment_bytes=200)
+    log = DiskLog(tmp_path, segment_bytes=200)
     log.append(entries(1, 10), sync=False)  # fills the first segment
     synced = record_fsyncs()
     first = segment_files(tmp_path)[0]
@@ -125,7 +125,7 @@ def test_a_segment_switch_fsyncs_the_old_tail_written_without_sync(
 
 
 def test_append_of_given_records_writes_them_as_is(tmp_path: Path) -> None:
-    a, b = RaftLog(tmp_path / "a"), RaftLog(tmp_path / "b")
+    a, b = DiskLog(tmp_path / "a"), DiskLog(tmp_path / "b")
     batches = [entries(1, 3), [*entries(4, 6, term=2), Entry(7, 2, EntryType.NOOP, b"")]]
     for batch in batches:
         a.append(batch)
@@ -143,7 +143,7 @@ def test_append_of_given_records_writes_them_as_is(tmp_path: Path) -> None:
 
 
 def test_append_rejects_gap_and_non_contiguous(tmp_path: Path) -> None:
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         log.append(entries(1, 2))
         with pytest.raises(ValueError, match="gap"):
             log.append(entries(4, 4))
@@ -153,7 +153,7 @@ def test_append_rejects_gap_and_non_contiguous(tmp_path: Path) -> None:
 
 
 def test_segments_roll_and_reads_span_them(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=200)
+    log = DiskLog(tmp_path, segment_bytes=200)
     for i in range(1, 41, 4):
         log.append(entries(i, i + 3))
     assert len(segment_files(tmp_path)) > 3
@@ -167,7 +167,7 @@ def test_segments_roll_and_reads_span_them(tmp_path: Path) -> None:
 
 
 def test_truncate_within_segment_then_append(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 10, term=1))
     log.truncate_from(6)
     assert log.last_index == 5
@@ -178,7 +178,7 @@ def test_truncate_within_segment_then_append(tmp_path: Path) -> None:
 
 
 def test_truncate_across_segments(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=150)
+    log = DiskLog(tmp_path, segment_bytes=150)
     for i in range(1, 31, 3):
         log.append(entries(i, i + 2))
     before = len(segment_files(tmp_path))
@@ -193,7 +193,7 @@ def test_truncate_across_segments(tmp_path: Path) -> None:
 
 
 def test_append_with_conflicting_index_truncates_first(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 5, term=1))
     log.append(entries(3, 4, term=2))
     log = reopen(log)
@@ -202,7 +202,7 @@ def test_append_with_conflicting_index_truncates_first(tmp_path: Path) -> None:
 
 
 def test_truncate_everything(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=100)
+    log = DiskLog(tmp_path, segment_bytes=100)
     log.append(entries(1, 10))
     log.truncate_from(1)
     assert log.last_index == 0
@@ -217,7 +217,7 @@ def test_truncate_everything(tmp_path: Path) -> None:
 
 
 def test_hard_state_roundtrip(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.save_hard_state(HardState(term=7, voted_for="n2"))
     log.save_hard_state(HardState(term=8, voted_for=None))
     log = reopen(log)
@@ -229,7 +229,7 @@ def test_hard_state_roundtrip(tmp_path: Path) -> None:
 def test_hard_state_write_fsync_rename_fsync_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     events: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
 
@@ -249,30 +249,30 @@ def test_hard_state_write_fsync_rename_fsync_dir(
 
 
 def test_crash_before_rename_keeps_old_hard_state(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.save_hard_state(HardState(term=2, voted_for="n0"))
     log.close()
     (tmp_path / "hardstate.tmp").write_bytes(b"half-written garbage")
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     assert log.hard_state == HardState(term=2, voted_for="n0")
     assert not (tmp_path / "hardstate.tmp").exists()
     log.close()
 
 
 def test_damaged_hard_state_is_reported(tmp_path: Path) -> None:
-    RaftLog(tmp_path).save_hard_state(HardState(term=2, voted_for="n0"))
+    DiskLog(tmp_path).save_hard_state(HardState(term=2, voted_for="n0"))
     raw = bytearray((tmp_path / "hardstate").read_bytes())
     raw[-3] ^= 0x01
     (tmp_path / "hardstate").write_bytes(bytes(raw))
     with pytest.raises(CorruptFileError, match="hardstate"):
-        RaftLog(tmp_path)
+        DiskLog(tmp_path)
 
 
 # --- snapshots and compaction --------------------------------------------------------------
 
 
 def test_snapshot_compacts_whole_segments_only(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=150)
+    log = DiskLog(tmp_path, segment_bytes=150)
     for i in range(1, 31, 3):
         log.append(entries(i, i + 2, term=2))
     before = segment_files(tmp_path)
@@ -293,7 +293,7 @@ def test_snapshot_compacts_whole_segments_only(tmp_path: Path) -> None:
 
 
 def test_snapshot_past_log_end_discards_log(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 5, term=1))
     log.save_snapshot(snap(20, 3))
     assert log.last_index == 20
@@ -305,7 +305,7 @@ def test_snapshot_past_log_end_discards_log(tmp_path: Path) -> None:
 
 
 def test_snapshot_conflicting_with_log_discards_log(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 10, term=1))
     log.save_snapshot(snap(5, 2))  # our entry 5 has term 1: our suffix is stale
     assert (log.last_index, segment_files(tmp_path)) == (5, [])
@@ -313,21 +313,21 @@ def test_snapshot_conflicting_with_log_discards_log(tmp_path: Path) -> None:
 
 
 def test_crash_between_snapshot_and_segment_removal(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=100)
+    log = DiskLog(tmp_path, segment_bytes=100)
     log.append(entries(1, 20, term=1))
     saved = {p.name: p.read_bytes() for p in segment_files(tmp_path)}
     log.save_snapshot(snap(12, 1))
     log.close()
     for name, raw in saved.items():  # as if the process died before unlinking them
         (tmp_path / "log" / name).write_bytes(raw)
-    log = RaftLog(tmp_path, segment_bytes=100)
+    log = DiskLog(tmp_path, segment_bytes=100)
     assert log.load().entries == entries(13, 20)
     assert all(int(p.name.split(".")[0]) <= 13 for p in segment_files(tmp_path)[:1])
     log.close()
 
 
 def test_truncate_below_snapshot_is_refused(tmp_path: Path) -> None:
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         log.append(entries(1, 10))
         log.save_snapshot(snap(5, 1))
         with pytest.raises(ValueError, match="snapshot"):
@@ -339,7 +339,7 @@ def test_truncate_below_snapshot_is_refused(tmp_path: Path) -> None:
 
 def _write_log(root: Path, n: int) -> tuple[Path, bytes, list[int]]:
     """n entries in one segment; returns its path, its bytes and each record's end offset."""
-    with RaftLog(root) as log:
+    with DiskLog(root) as log:
         log.append(entries(1, n, size=20))
     (path,) = segment_files(root)
     raw = path.read_bytes()
@@ -356,12 +356,12 @@ def test_torn_tail_at_every_byte(tmp_path: Path) -> None:
     for cut in range(len(raw) + 1):
         path.write_bytes(raw[:cut])
         complete = sum(1 for end in ends if end <= cut)
-        with RaftLog(tmp_path) as log:
+        with DiskLog(tmp_path) as log:
             assert log.last_index == complete, f"cut at byte {cut}"
             size = path.stat().st_size if path.exists() else 0  # an emptied segment goes
             assert size == (ends[complete - 1] if complete else 0)
             log.append(entries(complete + 1, complete + 1, term=9))  # and the log is writable
-        with RaftLog(tmp_path) as log:
+        with DiskLog(tmp_path) as log:
             assert log.entries(1) == entries(1, complete, size=20) + entries(
                 complete + 1, complete + 1, term=9
             )
@@ -370,7 +370,7 @@ def test_torn_tail_at_every_byte(tmp_path: Path) -> None:
 def test_zero_filled_tail_is_truncated(tmp_path: Path) -> None:
     path, raw, _ends = _write_log(tmp_path, 3)
     path.write_bytes(raw + bytes(4096))
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         assert log.last_index == 3
     assert path.stat().st_size == len(raw)
 
@@ -380,7 +380,7 @@ def test_bad_crc_of_the_final_record_is_a_torn_tail(tmp_path: Path) -> None:
     damaged = bytearray(raw)
     damaged[-1] ^= 0x10
     path.write_bytes(bytes(damaged))
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         assert log.last_index == 2
 
 
@@ -393,7 +393,7 @@ def test_flipped_bit_in_the_middle_raises(tmp_path: Path) -> None:
             damaged[byte] ^= 0x04
             path.write_bytes(bytes(damaged))
             with pytest.raises(CorruptLogError) as err:
-                RaftLog(tmp_path)
+                DiskLog(tmp_path)
             assert err.value.path == path
             assert err.value.offset == start
             assert str(path) in str(err.value) and f"offset {start}" in str(err.value)
@@ -401,7 +401,7 @@ def test_flipped_bit_in_the_middle_raises(tmp_path: Path) -> None:
 
 
 def test_damage_in_a_sealed_segment_raises_even_at_its_end(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=100)
+    log = DiskLog(tmp_path, segment_bytes=100)
     log.append(entries(1, 10))
     log.append(entries(11, 20))
     log.close()
@@ -410,12 +410,12 @@ def test_damage_in_a_sealed_segment_raises_even_at_its_end(tmp_path: Path) -> No
     raw[-1] ^= 0x01
     first.write_bytes(bytes(raw))
     with pytest.raises(CorruptLogError) as err:
-        RaftLog(tmp_path, segment_bytes=100)
+        DiskLog(tmp_path, segment_bytes=100)
     assert err.value.path == first
 
 
 def test_missing_segment_is_reported(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=60)
+    log = DiskLog(tmp_path, segment_bytes=60)
     for i in range(1, 13, 2):
         log.append(entries(i, i + 1))
     log.close()
@@ -423,23 +423,23 @@ def test_missing_segment_is_reported(tmp_path: Path) -> None:
     assert len(files) >= 3
     files[1].unlink()
     with pytest.raises(CorruptLogError, match="expected"):
-        RaftLog(tmp_path)
+        DiskLog(tmp_path)
 
 
 def test_empty_tail_segment_left_by_a_crash_is_removed(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(entries(1, 3))
     log.close()
     (tmp_path / "log" / f"{4:020d}.seg").write_bytes(b"")
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         assert log.last_index == 3
         log.append(entries(4, 5))
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         assert log.entries(1) == entries(1, 5)
 
 
 def test_begin_sync_hands_out_a_descriptor_only_for_unsynced_writes(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     assert log.begin_sync() is None
     log.append(entries_with_terms(1, 1), sync=False)
     pending = log.begin_sync()
@@ -449,7 +449,7 @@ def test_begin_sync_hands_out_a_descriptor_only_for_unsynced_writes(tmp_path: Pa
     log.sync_descriptor(pending)
     with pytest.raises(OSError):
         os.fstat(pending.fd)  # closed by sync_descriptor
-    assert [e.index for e in RaftLog(tmp_path).load().entries] == [1, 2, 3]
+    assert [e.index for e in DiskLog(tmp_path).load().entries] == [1, 2, 3]
 
 
 # --- loading without the entries' data -----------------------------------------------
@@ -461,7 +461,7 @@ def described(es: list[Entry]) -> tuple[list[int], list[int], list[int]]:
 
 def test_a_log_loads_as_terms_types_and_sizes_across_segments_and_truncation(
         tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, segment_bytes=200)
+    log = DiskLog(tmp_path, segment_bytes=200)
     config = Entry(index=11, term=1, type=EntryType.CONFIG, data=b"members")
     log.append(entries(1, 10, size=20))
     log.append([config])
@@ -510,7 +510,7 @@ def big_entries(lo: int, hi: int) -> list[Entry]:
 
 
 def test_fsynced_entries_leave_the_page_cache(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path)
+    log = DiskLog(tmp_path)
     log.append(big_entries(1, 8), sync=False)
     (path,) = segment_files(tmp_path)
     assert cached_pages(path) >= 64  # written, not yet durable: kept
@@ -530,7 +530,7 @@ def test_fsynced_entries_leave_the_page_cache(tmp_path: Path) -> None:
 
 
 def test_a_log_told_to_keep_its_pages_keeps_them(tmp_path: Path) -> None:
-    log = RaftLog(tmp_path, drop_synced_pages=False)
+    log = DiskLog(tmp_path, drop_synced_pages=False)
     log.append(big_entries(1, 8))
     (path,) = segment_files(tmp_path)
     assert cached_pages(path) >= 64
@@ -559,16 +559,16 @@ def test_hard_state_out_of_range_names_the_file(tmp_path: Path, doc: object,
     (tmp_path / "hardstate").write_bytes(b"MQHS" + struct.pack(">I", zlib.crc32(payload))
                                          + payload)
     with pytest.raises(CorruptFileError) as err:
-        RaftLog(tmp_path)
+        DiskLog(tmp_path)
     assert str(err.value).startswith(f"corrupt file {tmp_path / 'hardstate'}: ")
     assert reason in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_log_record_with_a_term_past_a_long_is_reported(tmp_path: Path) -> None:
-    with RaftLog(tmp_path) as log:
+    with DiskLog(tmp_path) as log:
         log.append(entries(1, 3))
         log.append([Entry(4, 2**63, EntryType.NOOP, b"")])
         log.append(entries(5, 5, term=2**63))
     with pytest.raises(CorruptLogError, match=f"record 4 has term {2**63}, past {2**63 - 1}"):
-        RaftLog(tmp_path)
+        DiskLog(tmp_path)

@@ -33,7 +33,7 @@ LoadFn = Callable[[int, int], list[Entry]]
 """Entries lo..hi (inclusive) from storage."""
 
 
-class RaftLog:
+class MemoryLog:
     def __init__(
         self,
         snapshot_index: int,

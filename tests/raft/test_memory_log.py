@@ -3,7 +3,7 @@ from array import array
 
 import pytest
 
-from mqcluster.raft.raftlog import RaftLog
+from mqcluster.raft.memory_log import MemoryLog
 from mqcluster.raft.types import Entry, EntryType, StoredEntries
 
 
@@ -12,7 +12,7 @@ def entries(lo: int, hi: int, term: int = 1, size: int = 10) -> list[Entry]:
 
 
 def test_slice_and_entry_give_back_what_was_appended() -> None:
-    log = RaftLog(0, 0, entries(1, 5))
+    log = MemoryLog(0, 0, entries(1, 5))
     log.append(Entry(6, 2, EntryType.CONFIG, b"cfg"))
     assert log.slice(1, 6) == [*entries(1, 5), Entry(6, 2, EntryType.CONFIG, b"cfg")]
     assert log.entry(6).type is EntryType.CONFIG
@@ -22,7 +22,7 @@ def test_slice_and_entry_give_back_what_was_appended() -> None:
 
 
 def test_append_and_extend_refuse_gaps() -> None:
-    log = RaftLog(0, 0, entries(1, 3))
+    log = MemoryLog(0, 0, entries(1, 3))
     with pytest.raises(ValueError, match="append 5 after 3"):
         log.append(entries(5, 5)[0])
     with pytest.raises(ValueError, match="where 4 belongs"):
@@ -31,7 +31,7 @@ def test_append_and_extend_refuse_gaps() -> None:
 
 
 def test_batch_takes_at_least_one_entry_then_stops_at_the_byte_limit() -> None:
-    log = RaftLog(0, 0, entries(1, 10, size=100))
+    log = MemoryLog(0, 0, entries(1, 10, size=100))
     assert [e.index for e in log.batch(3, 100, 250)] == [3, 4]
     assert [e.index for e in log.batch(3, 100, 10)] == [3]  # one even over the limit
     assert [e.index for e in log.batch(8, 2, 10_000)] == [8, 9]
@@ -39,7 +39,7 @@ def test_batch_takes_at_least_one_entry_then_stops_at_the_byte_limit() -> None:
 
 
 def test_truncate_below_handed_is_remembered_for_storage() -> None:
-    log = RaftLog(0, 0, entries(1, 5))
+    log = MemoryLog(0, 0, entries(1, 5))
     log.truncate_from(4)
     assert log.last_index == 3
     assert (log.pending_truncate, log.handed, log.persisted) == (4, 3, 3)
@@ -48,7 +48,7 @@ def test_truncate_below_handed_is_remembered_for_storage() -> None:
 
 
 def test_compact_and_restore_keep_terms_and_the_matching_suffix() -> None:
-    log = RaftLog(0, 0, [*entries(1, 4), *entries(5, 8, term=2)])
+    log = MemoryLog(0, 0, [*entries(1, 4), *entries(5, 8, term=2)])
     log.compact(5)
     assert (log.first_index, log.snapshot_term, log.term_at(5), log.term_at(4)) == (6, 2, 2, None)
     assert log.restore(7, 2)  # matches: the tail is kept
@@ -60,7 +60,7 @@ def test_compact_and_restore_keep_terms_and_the_matching_suffix() -> None:
 def test_only_the_newest_entries_are_objects_for_the_garbage_collector_to_walk() -> None:
     # Full collections walk every tracked object; a log of Entry objects made
     # their pauses grow with the log and showed up as commit-latency spikes.
-    log = RaftLog(0, 0, [], hot_entries=100)
+    log = MemoryLog(0, 0, [], hot_entries=100)
     batch = entries(1, 20_000)
     gc.collect()
     before = len(gc.get_objects())
@@ -73,7 +73,7 @@ def test_only_the_newest_entries_are_objects_for_the_garbage_collector_to_walk()
 
 @pytest.mark.parametrize("cut", [1, 150, 199, 200, 201, 290, 300])
 def test_hot_window_follows_truncate_compact_and_restore(cut: int) -> None:
-    log = RaftLog(0, 0, entries(1, 300), hot_entries=64)
+    log = MemoryLog(0, 0, entries(1, 300), hot_entries=64)
     whole = entries(1, 300)
     log.truncate_from(cut)
     assert log.slice(1, 400) == whole[: cut - 1]
@@ -102,7 +102,7 @@ class Storage:
 def test_applied_entries_leave_memory_past_the_limit_and_come_back_from_storage() -> None:
     stored = entries(1, 40, size=100)
     disk = Storage(stored)
-    log = RaftLog(0, 0, [], hot_entries=4, load=disk.load, max_cached_bytes=1000)
+    log = MemoryLog(0, 0, [], hot_entries=4, load=disk.load, max_cached_bytes=1000)
     log.extend(stored)
     log.persisted = 40
     log.release(25)  # only what is applied may go
@@ -122,7 +122,7 @@ def test_applied_entries_leave_memory_past_the_limit_and_come_back_from_storage(
 
 def test_storage_that_disagrees_with_the_log_is_an_error_not_a_wrong_entry() -> None:
     stored = entries(1, 10, size=100)
-    log = RaftLog(0, 0, stored, load=Storage(entries(1, 10, term=2)).load,
+    log = MemoryLog(0, 0, stored, load=Storage(entries(1, 10, term=2)).load,
                   max_cached_bytes=100)
     log.persisted = 10
     log.release(10)
@@ -131,7 +131,7 @@ def test_storage_that_disagrees_with_the_log_is_an_error_not_a_wrong_entry() -> 
 
 
 def test_without_storage_every_entry_stays() -> None:
-    log = RaftLog(0, 0, entries(1, 10, size=100), max_cached_bytes=100)
+    log = MemoryLog(0, 0, entries(1, 10, size=100), max_cached_bytes=100)
     log.release(10)
     assert log.cached_bytes == 1000 and log.slice(1, 10) == entries(1, 10, size=100)
 
@@ -143,7 +143,7 @@ def test_a_log_can_start_from_what_storage_describes_and_read_data_when_asked() 
     described = StoredEntries(1, array("Q", [e.term for e in stored]),
                               array("B", [int(e.type) for e in stored]),
                               array("Q", [len(e.data) for e in stored]))
-    log = RaftLog(0, 0, [], load=disk.load, max_cached_bytes=1000, stored=described)
+    log = MemoryLog(0, 0, [], load=disk.load, max_cached_bytes=1000, stored=described)
     assert (log.last_index, log.last_term, log.cached_bytes) == (9, 2, 0)
     assert log.indexes_of(EntryType.CONFIG) == [6]
     assert disk.reads == []
@@ -156,5 +156,5 @@ def test_a_log_can_start_from_what_storage_describes_and_read_data_when_asked() 
 
 def test_entries_without_data_need_storage_to_read_it_from() -> None:
     with pytest.raises(ValueError, match="need a load function"):
-        RaftLog(0, 0, [], stored=StoredEntries(1, array("Q", [1]), array("B", [0]),
+        MemoryLog(0, 0, [], stored=StoredEntries(1, array("Q", [1]), array("B", [0]),
                                                  array("Q", [3])))

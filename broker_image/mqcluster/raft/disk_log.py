@@ -91,7 +91,7 @@ class _Segment:
 @dataclass
 class LoadedState:
     """What a node needs to restart: hard state, snapshot and the entries after it
-    (with their data, or only ``stored``: see ``RaftLog.load``)."""
+    (with their data, or only ``stored``: see ``DiskLog.load``)."""
 
     hard_state: HardState
     snapshot: Snapshot | None
@@ -108,7 +108,7 @@ class PendingSync:
     dropped_to: int
 
 
-class RaftLog:
+class DiskLog:
     """The on-disk Raft log of one node. Not thread-safe: one writer at a time."""
 
     def __init__(self, root: str | Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
@@ -498,7 +498,7 @@ class RaftLog:
     def close(self) -> None:
         self._close_fd()
 
-    def __enter__(self) -> RaftLog:
+    def __enter__(self) -> DiskLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
