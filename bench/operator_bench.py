@@ -139,7 +139,7 @@ async def _operator(args: argparse.Namespace) -> None:
     import kopf
 
     from mqcluster_operator import handlers
-    from mqcluster_operator.election_probes import ProbeTarget, RemotingControllerProbe
+    from mqcluster_operator.follow.election_probes import ProbeTarget, RemotingControllerProbe
 
     addrs = args.controllers.split(";")
 
@@ -149,7 +149,7 @@ async def _operator(args: argparse.Namespace) -> None:
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     if os.environ.get("OPERATOR_BENCH_DEBUG"):
-        logging.getLogger("mqcluster_operator.election_poller").setLevel(logging.DEBUG)
+        logging.getLogger("mqcluster_operator.follow.election_poller").setLevel(logging.DEBUG)
     registry = kopf.OperatorRegistry()
     handlers.register(registry)
     memo = kopf.Memo(connect=lambda **_: kopf.ConnectionInfo(server=args.server),

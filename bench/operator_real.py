@@ -76,7 +76,7 @@ def group(ns: str, name: str, mode: str) -> dict[str, Any]:
 async def elected(agent: Any, name: str, old: str) -> float:
     """When a broker of the group other than ``old`` first says it is the master."""
     from mqcluster_operator import names
-    from mqcluster_operator.election_plan import MASTER_ROLES
+    from mqcluster_operator.follow.election_plan import MASTER_ROLES
 
     urls = [agent.resolve(f"http://{names.pod_dns(name, i, agent.namespace)}:5557/health")
             for i in range(3) if f"{name}-{i}" != old]

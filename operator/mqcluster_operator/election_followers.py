@@ -10,7 +10,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import conditions, metrics, names
-from .election_plan import (
+from .events import (
+    REASON_CONFIG,
+    REASON_RESTART,
+    REASON_SWITCHOVER,
+    REASON_UPGRADE,
+    build_event,
+)
+from .follow.election_plan import (
     ControllerProbe,
     Election,
     PodInfo,
@@ -19,29 +26,22 @@ from .election_plan import (
     pod_for_address,
     switchover_target,
 )
-from .election_poller import ElectionHub, Subscription
-from .election_probes import ProbeTarget
-from .epochs import ReplicaEpochs, find_conflicts, plan_epochs
-from .events import (
-    REASON_CONFIG,
-    REASON_RESTART,
-    REASON_SWITCHOVER,
-    REASON_UPGRADE,
-    build_event,
-)
+from .follow.election_poller import ElectionHub, Subscription
+from .follow.election_probes import ProbeTarget
+from .follow.epochs_plan import ReplicaEpochs, find_conflicts, plan_epochs
+from .follow.migration_driver import AdminDriver, MigrationDriver
+from .follow.migration_plan import FINAL, MigrationFacts, migrates_first, plan_migration
+from .follow.restart_plan import plan_restart
+from .follow.runtime_config_plan import runtime_changes
+from .follow.scaling_plan import UNDER_WAY, ScaleFacts, ScaleStep, plan_scale
+from .follow.upgrade_driver import AdminUpgradeDriver, UpgradeDriver
+from .follow.upgrade_plan import RESUME, REVISION_LABEL, UpgradeStep, plan_upgrade
 from .k8s import Api, Ref, differs
 from .manifests import Owner, SpecError, controller_view
 from .manifests.broker import namesrv_addr, runtime_config
 from .manifests.meta import selector_labels
-from .migration import FINAL, MigrationFacts, migrates_first, plan_migration
-from .migration_driver import AdminDriver, MigrationDriver
 from .models import BrokerGroupSpec, ControllerSpec
 from .reconcile import controller_ref, parse, paused, view_of
-from .restart import plan_restart
-from .runtime_config import runtime_changes
-from .scaling import UNDER_WAY, ScaleFacts, ScaleStep, plan_scale
-from .upgrade import RESUME, REVISION_LABEL, UpgradeStep, plan_upgrade
-from .upgrade_driver import AdminUpgradeDriver, UpgradeDriver
 from .views import Reads
 
 ProbeFactory = Callable[[ProbeTarget], ControllerProbe]

@@ -30,9 +30,9 @@ import kopf
 from . import conditions, kopf_settings, metrics, names, readiness, reconcile, views
 from .applied import AppliedCache
 from .election_followers import BrokerGroupFollower, ControllerFollower
-from .election_poller import ElectionHub
-from .election_probes import default_probe
 from .events import build_event
+from .follow.election_poller import ElectionHub
+from .follow.election_probes import default_probe
 from .k8s import Api, ApiError, Ref, differs
 from .views import IndexedReads, Reads
 from .write_backoff import REASON_REFUSED, WriteBackoff

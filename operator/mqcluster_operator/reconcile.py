@@ -10,12 +10,12 @@ from pydantic import BaseModel, ValidationError
 
 from . import conditions, names
 from .events import REASON_INVALID_SPEC
+from .follow.migration_plan import rendering
+from .follow.scaling_plan import rendered_replicas
 from .manifests import Owner, SpecError, build_brokergroup, build_controller, controller_view
 from .manifests.broker import for_migration
 from .manifests.controller import ControllerView
-from .migration import rendering
 from .models import BrokerGroupSpec, ControllerSpec, mode_change_allowed
-from .scaling import rendered_replicas
 
 Obj = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)

@@ -17,7 +17,7 @@ from mqcluster.client.errors import ClientError
 from mqcluster.client.message import Message
 from mqcluster.client.producer import Producer
 from mqcluster.store.clear import clear_store
-from mqcluster_operator.migration_driver import AdminDriver
+from mqcluster_operator.follow.migration_driver import AdminDriver
 from tests.broker.procs import BrokerProc
 from tests.ha.cluster import ProcessGroup
 from tests.ha.dledger_cluster import DLedgerProcessGroup

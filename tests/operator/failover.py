@@ -22,7 +22,7 @@ from typing import Any
 from mqcluster.controller.localcluster import LocalControllerCluster
 from mqcluster.controller.standin import StandInBroker
 from mqcluster_operator import names
-from mqcluster_operator.election_probes import ProbeTarget, RemotingControllerProbe
+from mqcluster_operator.follow.election_probes import ProbeTarget, RemotingControllerProbe
 from mqcluster_operator.k8s import Ref
 
 from .kopf_harness import Harness, running_operator

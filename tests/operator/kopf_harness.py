@@ -16,8 +16,8 @@ import kopf
 
 from mqcluster_operator import handlers
 from mqcluster_operator.applied import AppliedCache
-from mqcluster_operator.election_plan import ControllerMeta, Election, ProbeError
-from mqcluster_operator.election_probes import ProbeTarget
+from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster_operator.follow.election_probes import ProbeTarget
 from mqcluster_operator.k8s import Api
 
 from .emulator import TEST_CLIENT, Emulator

@@ -20,8 +20,8 @@ from typing import Any
 import kopf
 
 from mqcluster_operator import handlers
-from mqcluster_operator.election_probes import ProbeTarget, default_probe
-from mqcluster_operator.upgrade_driver import AdminUpgradeDriver
+from mqcluster_operator.follow.election_probes import ProbeTarget, default_probe
+from mqcluster_operator.follow.upgrade_driver import AdminUpgradeDriver
 
 from .realplane.controlplane import Kube
 from .realplane.node_agent import NodeAgent

@@ -9,8 +9,8 @@ from typing import Any
 
 from mqcluster_operator import names
 from mqcluster_operator.election_followers import BrokerGroupFollower
-from mqcluster_operator.election_plan import Election, ReplicaState
-from mqcluster_operator.epochs import ReplicaEpochs
+from mqcluster_operator.follow.election_plan import Election, ReplicaState
+from mqcluster_operator.follow.epochs_plan import ReplicaEpochs
 from mqcluster_operator.k8s import Ref
 
 NS = "ns"
@@ -158,7 +158,7 @@ class MigrationWorld:
         self.events.append(f"{event['reason']}: {event['message']}")
 
     def settle(self) -> None:
-        from mqcluster_operator.migration import rendering
+        from mqcluster_operator.follow.migration_plan import rendering
         from mqcluster_operator.models import BrokerGroupSpec
 
         spec = BrokerGroupSpec.model_validate(self.body["spec"])

@@ -19,10 +19,10 @@ from mqcluster.client.consumer import PullConsumer
 from mqcluster.client.message import Message
 from mqcluster.client.producer import Producer
 from mqcluster.client.route import NoRouteError
-from mqcluster_operator.election_probes import ProbeTarget, default_probe
-from mqcluster_operator.epochs import ReplicaEpochs
+from mqcluster_operator.follow.election_probes import ProbeTarget, default_probe
+from mqcluster_operator.follow.epochs_plan import ReplicaEpochs
+from mqcluster_operator.follow.migration_driver import AdminDriver
 from mqcluster_operator.k8s import Ref
-from mqcluster_operator.migration_driver import AdminDriver
 
 from .kopf_harness import Cluster, FakeClusters, Harness, running_operator
 from .realplane.cluster import real_cluster

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from mqcluster_operator import names
-from mqcluster_operator.election_plan import ControllerMeta, Election, ReplicaState
+from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
 from .chart_tools import kinds, rules_of, template

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mqcluster_operator import conditions, names
-from mqcluster_operator.election_plan import (
+from mqcluster_operator.events import build_event
+from mqcluster_operator.follow.election_plan import (
     Election,
     PodInfo,
     ReplicaState,
@@ -13,10 +14,9 @@ from mqcluster_operator.election_plan import (
     pod_for_address,
     switchover_target,
 )
-from mqcluster_operator.events import build_event
+from mqcluster_operator.follow.restart_plan import plan_restart
 from mqcluster_operator.k8s import Ref, differs
 from mqcluster_operator.reconcile import plan_brokergroup, plan_controller, readiness
-from mqcluster_operator.restart import plan_restart
 
 NOW = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T00:01:00Z"

@@ -14,8 +14,8 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from mqcluster_operator.election_plan import ProbeError
-from mqcluster_operator.election_probes import HealthProbe, RemotingControllerProbe
+from mqcluster_operator.follow.election_plan import ProbeError
+from mqcluster_operator.follow.election_probes import HealthProbe, RemotingControllerProbe
 
 pytestmark = pytest.mark.timeout(60)
 

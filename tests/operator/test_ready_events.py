@@ -15,8 +15,8 @@ import pytest
 import pytest_asyncio
 
 from mqcluster_operator import names, reconcile
-from mqcluster_operator.election_plan import Election, ReplicaState
-from mqcluster_operator.election_poller import SharedPoller
+from mqcluster_operator.follow.election_plan import Election, ReplicaState
+from mqcluster_operator.follow.election_poller import SharedPoller
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.readiness import Coalescer, Tracker, owner_of, pod_signature
 

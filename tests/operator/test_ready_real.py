@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("tests.operator.realplane.controlplane",
                     reason="tests/operator/realplane is not in this checkout")
 from mqcluster_operator import names
-from mqcluster_operator.election_plan import MASTER_ROLES
+from mqcluster_operator.follow.election_plan import MASTER_ROLES
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.models import BrokerGroupSpec
 from mqcluster_operator.names import API_VERSION

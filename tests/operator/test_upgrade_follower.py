@@ -10,7 +10,7 @@ from typing import Any
 from mqcluster.admin.commands import AdminError
 from mqcluster_operator import names
 from mqcluster_operator.election_followers import BrokerGroupFollower
-from mqcluster_operator.election_plan import Election, ReplicaState
+from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
 from .test_election_followers import NS, FixedHub, Log, addr

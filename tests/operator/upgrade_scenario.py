@@ -25,9 +25,9 @@ from mqcluster.client.admin import AdminClient
 from mqcluster.client.consumer import PullConsumer
 from mqcluster.client.message import Message
 from mqcluster.client.producer import Producer
-from mqcluster_operator.election_probes import ProbeTarget, default_probe
+from mqcluster_operator.follow.election_probes import ProbeTarget, default_probe
+from mqcluster_operator.follow.upgrade_driver import AdminUpgradeDriver
 from mqcluster_operator.k8s import Ref
-from mqcluster_operator.upgrade_driver import AdminUpgradeDriver
 
 from .kopf_harness import Harness, running_operator
 from .kubelet import LocalKubelet

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .models import BrokerGroupSpec
+from ..models import BrokerGroupSpec
 
 Action = Literal["writes_off", "writes_on"]
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from mqcluster_operator.election_plan import ControllerMeta, Election, ProbeError
-from mqcluster_operator.election_poller import ElectionHub, SharedPoller
-from mqcluster_operator.election_probes import ProbeTarget
+from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster_operator.follow.election_poller import ElectionHub, SharedPoller
+from mqcluster_operator.follow.election_probes import ProbeTarget
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import conditions, names
-from .epochs import ReplicaEpochs
-from .events import REASON_MASTER_CHANGED
+from .. import conditions, names
+from ..events import REASON_MASTER_CHANGED
+from .epochs_plan import ReplicaEpochs
 
 MASTER_ROLES = frozenset({"SYNC_MASTER", "ASYNC_MASTER"})
 

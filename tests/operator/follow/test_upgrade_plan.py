@@ -8,12 +8,12 @@ import pytest
 
 from mqcluster.broker.handlers.ops import RUNTIME_KEYS
 from mqcluster_operator.config_keys import BROKER_RUNTIME_KEYS
-from mqcluster_operator.election_plan import PodInfo, stuck_reason
+from mqcluster_operator.follow.election_plan import PodInfo, stuck_reason
+from mqcluster_operator.follow.runtime_config_plan import runtime_changes
+from mqcluster_operator.follow.upgrade_plan import PAUSED_TIMEOUT, UpgradeStep, plan_upgrade
 from mqcluster_operator.manifests import Owner, build_brokergroup, controller_view
 from mqcluster_operator.manifests.broker import runtime_config
 from mqcluster_operator.models import BrokerGroupSpec, ControllerSpec
-from mqcluster_operator.runtime_config import runtime_changes
-from mqcluster_operator.upgrade import PAUSED_TIMEOUT, UpgradeStep, plan_upgrade
 
 SPEC = BrokerGroupSpec.model_validate({"replicas": 3, "controllerRef": {"name": "mqc"}})
 DLEDGER = BrokerGroupSpec.model_validate({"mode": "DLedger", "replicas": 3,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mqcluster_operator.epochs import ReplicaEpochs, find_conflicts, plan_epochs
+from mqcluster_operator.follow.epochs_plan import ReplicaEpochs, find_conflicts, plan_epochs
 
 # The master's history: epoch 1 from 0, epoch 2 from 100, epoch 4 from 250 (max 300).
 MASTER = ReplicaEpochs(((1, 0, 100), (2, 100, 250), (4, 250, 300)), 300)

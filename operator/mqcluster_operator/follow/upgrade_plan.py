@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import names
+from .. import names
+from ..models import BrokerGroupSpec
 from .election_plan import PodInfo
-from .models import BrokerGroupSpec
 
 REVISION_LABEL = "controller-revision-hash"
 PAUSED_TIMEOUT = "PausedStepTimeout"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mqcluster_operator.scaling import ScaleFacts, plan_scale, rendered_replicas
+from mqcluster_operator.follow.scaling_plan import ScaleFacts, plan_scale, rendered_replicas
 
 IDS = {"g-0": 1, "g-1": 2, "g-2": 3}
 

@@ -11,7 +11,7 @@ from mqcluster.admin import ops
 from mqcluster.admin.commands import AdminError, fetch_epoch_caches
 from mqcluster.namesrv.client import NamesrvClient
 
-from .epochs import ReplicaEpochs
+from .epochs_plan import ReplicaEpochs
 
 READ_ONLY, READ_WRITE = "4", "6"  # RocketMQ's brokerPermission: PERM_READ, PERM_READ|PERM_WRITE
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import names
+from .. import names
 
 SWITCHING = "SwitchingOver"
 REMOVING = "Removing"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mqcluster_operator.migration import (
+from mqcluster_operator.follow.migration_plan import (
     MigrationFacts,
     Rendering,
     migrates_first,
