@@ -32,7 +32,7 @@ from mqcluster.wire.header import Header
 
 # Modules whose request codes and header classes the fuzzer draws from.
 PROTOCOL_MODULES = (
-    "mqcluster.namesrv.protocol",
+    "mqcluster.protocol.namesrv",
     "mqcluster.broker.protocol",
     "mqcluster.broker.handlers.ops",
     "mqcluster.broker.dledger",

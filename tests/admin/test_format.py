@@ -9,7 +9,7 @@ from mqcluster.controller.protocol import (
     ReplicaIdentity,
     ReplicasInfo,
 )
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     BrokerData,
     ClusterInfo,
     QueueData,

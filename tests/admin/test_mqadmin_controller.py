@@ -24,8 +24,8 @@ from mqcluster.controller.protocol import BrokerHeartbeatRequestHeader
 from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.embedded import EmbeddedController, build_embedded_controller
-from mqcluster.namesrv.protocol import BrokerRegistration
 from mqcluster.namesrv.server import NamesrvServer
+from mqcluster.protocol.namesrv import BrokerRegistration
 from tests.namesrv.helpers import mqadmin, start_namesrv, wait_for_output
 from tests.procs import Procs, free_addr, procs  # noqa: F401
 

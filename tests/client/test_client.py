@@ -15,7 +15,7 @@ from mqcluster.client import (
     PullStatus,
 )
 from mqcluster.client.route import NoRouteError, route_from_namesrv
-from mqcluster.namesrv.protocol import BrokerData, QueueData, TopicRouteData
+from mqcluster.protocol.namesrv import BrokerData, QueueData, TopicRouteData
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
 from tests.client.conftest import BrokerFactory

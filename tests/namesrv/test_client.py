@@ -16,8 +16,8 @@ from mqcluster.namesrv.client import (
     parse_addrs,
 )
 from mqcluster.namesrv.config import NamesrvConfig
-from mqcluster.namesrv.protocol import BrokerRegistration, TopicConfig
 from mqcluster.namesrv.server import NamesrvServer
+from mqcluster.protocol.namesrv import BrokerRegistration, TopicConfig
 
 
 def registration(addr: str = "127.0.0.9:10911", bid: int = 0) -> BrokerRegistration:

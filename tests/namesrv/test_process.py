@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mqcluster.namesrv.client import NamesrvClient, TopicNotExistError
-from mqcluster.namesrv.protocol import BrokerRegistration
+from mqcluster.protocol.namesrv import BrokerRegistration
 from tests.namesrv.helpers import start_namesrv
 from tests.namesrv.standin import StandInBroker
 from tests.procs import Procs, free_addr, procs  # noqa: F401

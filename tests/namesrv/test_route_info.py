@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-from mqcluster.namesrv.protocol import (
+from mqcluster.namesrv.route_info import RouteInfoManager
+from mqcluster.protocol.namesrv import (
     PERM_READ,
     PERM_WRITE,
     BrokerRegistration,
     TopicConfig,
 )
-from mqcluster.namesrv.route_info import RouteInfoManager
 
 
 class FakeClock:

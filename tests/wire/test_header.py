@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mqcluster.admin import broker_protocol
 from mqcluster.broker import protocol as broker
 from mqcluster.controller import protocol as controller
-from mqcluster.namesrv import protocol as namesrv
+from mqcluster.protocol import namesrv
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.header import CamelHeader, Header, HeaderError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     DEFAULT_PERM,
     TopicConfig,
 )

@@ -21,7 +21,7 @@ from mqcluster.controller.protocol import (
     request,
 )
 from mqcluster.namesrv.client import NamesrvClient, NamesrvError, parse_addrs
-from mqcluster.namesrv.protocol import ClusterInfo
+from mqcluster.protocol.namesrv import ClusterInfo
 from mqcluster.wire.frame import FrameError, ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqcluster.controller.protocol import EpochEntryCache, ReplicasInfo
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,

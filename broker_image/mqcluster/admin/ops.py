@@ -27,7 +27,7 @@ from mqcluster.broker.handlers import ops as codes
 from mqcluster.broker.protocol import RequestCode as BrokerCode
 from mqcluster.controller.client import ControllerError
 from mqcluster.controller.protocol import ProtocolError
-from mqcluster.namesrv.protocol import RequestCode as NamesrvCode
+from mqcluster.protocol.namesrv import RequestCode as NamesrvCode
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError
 

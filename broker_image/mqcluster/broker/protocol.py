@@ -16,7 +16,7 @@ import msgspec
 from pydantic import Field
 
 from mqcluster.common.javaints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from mqcluster.namesrv.protocol import Model
+from mqcluster.protocol.namesrv import Model
 from mqcluster.wire.header import Header, renamed
 
 __all__ = [

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from mqcluster.broker.context import BrokerContext
 from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient, RegisterOutcome
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     PERM_PRIORITY,
     BrokerRegistration,
     DataVersion,

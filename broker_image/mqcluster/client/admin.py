@@ -7,7 +7,7 @@ from mqcluster.broker.protocol import SubscriptionGroupConfig
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import ClientError
 from mqcluster.namesrv.client import NamesrvClient, NamesrvError
-from mqcluster.namesrv.protocol import DEFAULT_PERM, TopicConfig
+from mqcluster.protocol.namesrv import DEFAULT_PERM, TopicConfig
 
 
 class AdminClient:

@@ -33,7 +33,7 @@ from mqcluster.broker.remoting_codec import (
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import PullResult, PullStatus
 from mqcluster.client.send_header import send_header_v1, send_response, send_v2_frame
-from mqcluster.namesrv.protocol import TopicConfig, TopicConfigSerializeWrapper
+from mqcluster.protocol.namesrv import TopicConfig, TopicConfigSerializeWrapper
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.header import Header
 from mqcluster.wire.rpc import RpcClient, RpcError

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     BrokerRegistration,
     ClusterInfo,
     NamesrvResponseCode,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from mqcluster.namesrv.protocol import DEFAULT_NAMESRV_PORT
 from mqcluster.namesrv.route_info import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
+from mqcluster.protocol.namesrv import DEFAULT_NAMESRV_PORT
 from mqcluster.wire.server_keys import ServerLimitKeys
 
 

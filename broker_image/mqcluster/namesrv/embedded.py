@@ -17,8 +17,8 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from mqcluster.common.config import build_config
-from mqcluster.namesrv.protocol import BrokerHeartbeatHeader, RequestCode
 from mqcluster.namesrv.route_info import RouteInfoManager
+from mqcluster.protocol.namesrv import BrokerHeartbeatHeader, RequestCode
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import HeaderError
 from mqcluster.wire.rpc import Connection, HandlerRegistry

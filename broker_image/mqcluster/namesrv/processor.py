@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from mqcluster.namesrv.protocol import (
+from mqcluster.namesrv.route_info import RemovedBroker, RouteInfoManager
+from mqcluster.protocol.namesrv import (
     AddWritePermResponseHeader,
     BrokerHeartbeatHeader,
     ClusterInfo,
@@ -25,7 +26,6 @@ from mqcluster.namesrv.protocol import (
     json_bytes,
     parse_body,
 )
-from mqcluster.namesrv.route_info import RemovedBroker, RouteInfoManager
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     MASTER_ID,
     PERM_WRITE,
     BrokerData,

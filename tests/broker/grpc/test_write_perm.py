@@ -16,13 +16,13 @@ from mqcluster.broker.messaging.catalog import Catalog
 from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.namesrv.config import NamesrvConfig
-from mqcluster.namesrv.protocol import (
+from mqcluster.namesrv.server import NamesrvServer
+from mqcluster.protocol.namesrv import (
     BrokerRegistration,
     QueueData,
     TopicConfig,
     TopicRouteData,
 )
-from mqcluster.namesrv.server import NamesrvServer
 from mqcluster.store.topic_config import TopicConfig as StoredTopic
 from tests.broker.messaging.memory_log import MemoryLog
 

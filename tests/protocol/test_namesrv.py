@@ -8,7 +8,7 @@ from mqcluster.admin.broker_protocol import (
     decode_update_topic,
     encode_update_topic,
 )
-from mqcluster.namesrv.protocol import (
+from mqcluster.protocol.namesrv import (
     BrokerData,
     BrokerRegistration,
     ClusterInfo,
