@@ -25,8 +25,8 @@ from typing import Any
 from bench import Row
 from mqcluster.controller.client import ControllerClient
 from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.controller.protocol import BrokerHeartbeatRequestHeader
 from mqcluster.controller.standin import StandInBroker
+from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
 
 NAME = "controller"
 GROUPS = 100

@@ -37,7 +37,7 @@ PROTOCOL_MODULES = (
     "mqcluster.broker.handlers.ops",
     "mqcluster.broker.dledger",
     "mqcluster.admin.broker_protocol",
-    "mqcluster.controller.protocol",
+    "mqcluster.protocol.controller",
     "mqcluster.raft.codes",
     "mqcluster.raft.types",
 )

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from mqcluster.admin import format as fmt
-from mqcluster.controller.protocol import (
+from mqcluster.protocol.controller import (
     EpochEntry,
     EpochEntryCache,
     ReplicaIdentity,

@@ -20,11 +20,11 @@ import pytest
 from mqcluster.admin.main import build_parser
 from mqcluster.controller.client import ControllerClient, ControllerError
 from mqcluster.controller.consensus import LocalConsensus
-from mqcluster.controller.protocol import BrokerHeartbeatRequestHeader
 from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.embedded import EmbeddedController, build_embedded_controller
 from mqcluster.namesrv.server import NamesrvServer
+from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
 from mqcluster.protocol.namesrv import BrokerRegistration
 from tests.namesrv.helpers import mqadmin, start_namesrv, wait_for_output
 from tests.procs import Procs, free_addr, procs  # noqa: F401

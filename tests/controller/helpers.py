@@ -5,14 +5,14 @@ from __future__ import annotations
 from mqcluster.controller.elect_policy import Candidate
 from mqcluster.controller.heartbeat import StaticLiveness
 from mqcluster.controller.manager import ControllerResult, ReplicasInfoManager
-from mqcluster.controller.protocol import (
+from mqcluster.controller.statemachine import ControllerState
+from mqcluster.protocol.controller import (
     AlterSyncStateSetRequestHeader,
     ApplyBrokerIdRequestHeader,
     ElectMasterRequestHeader,
     RegisterBrokerToControllerRequestHeader,
     SyncStateSetBody,
 )
-from mqcluster.controller.statemachine import ControllerState
 
 CLUSTER = "c1"
 GROUP = "broker-a"

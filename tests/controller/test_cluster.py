@@ -12,9 +12,9 @@ import pytest
 
 from mqcluster.controller.client import ControllerClient, ControllerError
 from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.controller.protocol import ControllerResponseCode as Code
-from mqcluster.controller.protocol import ElectMasterRequestHeader, RequestCode, request
 from mqcluster.controller.standin import StandInBroker
+from mqcluster.protocol.controller import ControllerResponseCode as Code
+from mqcluster.protocol.controller import ElectMasterRequestHeader, RequestCode, request
 from mqcluster.wire.rpc import RpcClient
 from tests.procs import free_addr
 

@@ -25,7 +25,8 @@ from mqcluster.controller.events import (
     decode_events,
     encode_events,
 )
-from mqcluster.controller.protocol import (
+from mqcluster.controller.replicated import ControllerStateMachine
+from mqcluster.protocol.controller import (
     BrokerHeartbeatRequestHeader,
     BrokerMemberGroup,
     BrokerReplicasInfo,
@@ -41,8 +42,7 @@ from mqcluster.controller.protocol import (
     not_leader_remark,
     parse_id_list,
 )
-from mqcluster.controller.protocol import ControllerResponseCode as Code
-from mqcluster.controller.replicated import ControllerStateMachine
+from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.wire.header import HeaderError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mqcluster.controller.elect_policy import Candidate, elect
 from mqcluster.controller.heartbeat import HeartbeatTable
-from mqcluster.controller.protocol import BrokerHeartbeatRequestHeader
+from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
 
 
 def hb(

@@ -6,7 +6,8 @@ from mqcluster.controller.elect_policy import Candidate
 from mqcluster.controller.events import ElectMasterEvent
 from mqcluster.controller.heartbeat import StaticLiveness
 from mqcluster.controller.manager import ControllerResult, ReplicasInfoManager
-from mqcluster.controller.protocol import (
+from mqcluster.controller.statemachine import ControllerState, SyncStateInfo
+from mqcluster.protocol.controller import (
     AlterSyncStateSetRequestHeader,
     AlterSyncStateSetResponseHeader,
     ApplyBrokerIdRequestHeader,
@@ -22,8 +23,7 @@ from mqcluster.controller.protocol import (
     RegisterBrokerToControllerResponseHeader,
     SyncStateSetBody,
 )
-from mqcluster.controller.protocol import ControllerResponseCode as Code
-from mqcluster.controller.statemachine import ControllerState, SyncStateInfo
+from mqcluster.protocol.controller import ControllerResponseCode as Code
 
 from .helpers import CLUSTER, GROUP, addr, alive, code, group_with, run
 
@@ -434,7 +434,7 @@ def test_get_replica_info() -> None:
 
 
 def test_sync_state_data_marks_alive_and_in_sync() -> None:
-    from mqcluster.controller.protocol import BrokerReplicasInfo
+    from mqcluster.protocol.controller import BrokerReplicasInfo
 
     _state, mgr = group_with(3, in_sync={1, 2})
     info = BrokerReplicasInfo.decode(

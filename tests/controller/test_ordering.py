@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from mqcluster.controller.config import ControllerConfig
-from mqcluster.controller.protocol import (
+from mqcluster.controller.replicated import ControllerStateMachine
+from mqcluster.controller.service import ControllerService
+from mqcluster.protocol.controller import (
     ApplyBrokerIdRequestHeader,
     GetNextBrokerIdRequestHeader,
     RequestCode,
     request,
 )
-from mqcluster.controller.protocol import ControllerResponseCode as Code
-from mqcluster.controller.replicated import ControllerStateMachine
-from mqcluster.controller.service import ControllerService
+from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.wire.rpc import RpcClient
 from tests.procs import free_addr
 

@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqcluster.common.javaints import INT32_MAX, INT64_MAX
-from mqcluster.controller import protocol
 from mqcluster.controller.config import ControllerConfig
 from mqcluster.controller.consensus import LocalConsensus
-from mqcluster.controller.limits import NAME_MAX, ControllerHeader
-from mqcluster.controller.protocol import (
+from mqcluster.controller.service import ControllerService
+from mqcluster.protocol import controller as protocol
+from mqcluster.protocol.controller import (
     BrokerHeartbeatRequestHeader,
     BrokerReplicasInfo,
     ControllerResponseCode,
@@ -38,7 +38,7 @@ from mqcluster.controller.protocol import (
     decode_broker_names,
     parse_id_list,
 )
-from mqcluster.controller.service import ControllerService
+from mqcluster.protocol.controller_fields import NAME_MAX, ControllerHeader
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import HeaderError
 from tests.procs import free_addr

@@ -10,17 +10,17 @@ import pytest
 from mqcluster.controller.broker_identity import identity_path, read_identity
 from mqcluster.controller.client import ControllerClient, ControllerError
 from mqcluster.controller.consensus import LocalConsensus
-from mqcluster.controller.protocol import (
+from mqcluster.controller.service import ControllerService
+from mqcluster.controller.standin import StandInBroker
+from mqcluster.controller.statemachine import ControllerState
+from mqcluster.protocol.controller import (
     ControllerResponseCode as Code,
 )
-from mqcluster.controller.protocol import (
+from mqcluster.protocol.controller import (
     RequestCode,
     active_from_remark,
     request,
 )
-from mqcluster.controller.service import ControllerService
-from mqcluster.controller.standin import StandInBroker
-from mqcluster.controller.statemachine import ControllerState
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mqcluster.admin.broker_protocol import BrokerRequestCode, decode_update_topic
-from mqcluster.controller.protocol import EpochEntry, EpochEntryCache, RequestCode
 from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient
+from mqcluster.protocol.controller import EpochEntry, EpochEntryCache, RequestCode
 from mqcluster.protocol.namesrv import BrokerRegistration, TopicConfig
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcServer

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from mqcluster.admin import broker_protocol
 from mqcluster.broker import protocol as broker
-from mqcluster.controller import protocol as controller
-from mqcluster.protocol import namesrv
+from mqcluster.protocol import controller, namesrv
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.header import CamelHeader, Header, HeaderError
 

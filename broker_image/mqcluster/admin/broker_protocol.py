@@ -2,7 +2,7 @@
 
 The broker registers handlers for these codes; mqadmin builds the requests.
 ``GET_BROKER_EPOCH_CACHE`` (1007) belongs to the controller protocol
-(RIP-44) and lives in :mod:`mqcluster.controller.protocol`.
+(RIP-44) and lives in :mod:`mqcluster.protocol.controller`.
 """
 
 from __future__ import annotations

@@ -13,14 +13,14 @@ from typing import Any
 from mqcluster.admin import format as fmt
 from mqcluster.admin.broker_protocol import CreateTopicRequestHeader, encode_update_topic
 from mqcluster.controller.client import ControllerClient, ControllerError
-from mqcluster.controller.protocol import (
+from mqcluster.namesrv.client import NamesrvClient, NamesrvError, parse_addrs
+from mqcluster.protocol.controller import (
     EpochEntryCache,
     ProtocolError,
     RequestCode,
     code_name,
     request,
 )
-from mqcluster.namesrv.client import NamesrvClient, NamesrvError, parse_addrs
 from mqcluster.protocol.namesrv import ClusterInfo
 from mqcluster.wire.frame import FrameError, ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mqcluster.controller.protocol import EpochEntryCache, ReplicasInfo
+from mqcluster.protocol.controller import EpochEntryCache, ReplicasInfo
 from mqcluster.protocol.namesrv import (
     PERM_INHERIT,
     PERM_READ,

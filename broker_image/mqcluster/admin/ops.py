@@ -26,7 +26,7 @@ from mqcluster.broker.dledger import DLEDGER_STATUS, DLEDGER_TRANSFER_LEADERSHIP
 from mqcluster.broker.handlers import ops as codes
 from mqcluster.broker.protocol import RequestCode as BrokerCode
 from mqcluster.controller.client import ControllerError
-from mqcluster.controller.protocol import ProtocolError
+from mqcluster.protocol.controller import ProtocolError
 from mqcluster.protocol.namesrv import RequestCode as NamesrvCode
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError

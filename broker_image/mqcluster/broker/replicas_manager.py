@@ -32,7 +32,10 @@ from mqcluster.client.broker_api import BrokerApi
 from mqcluster.client.errors import ClientError
 from mqcluster.controller.broker_identity import register_with_controller
 from mqcluster.controller.client import ControllerClient, ControllerError, ReplicaInfo
-from mqcluster.controller.protocol import (
+from mqcluster.ha.master import HAMasterOptions, HAMasterService
+from mqcluster.ha.replica_hosts import ReplicaHosts
+from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
+from mqcluster.protocol.controller import (
     BrokerHeartbeatRequestHeader,
     EpochEntry,
     EpochEntryCache,
@@ -41,9 +44,6 @@ from mqcluster.controller.protocol import (
     SyncStateSetBody,
     response,
 )
-from mqcluster.ha.master import HAMasterOptions, HAMasterService
-from mqcluster.ha.replica_hosts import ReplicaHosts
-from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.wire.frame import RemotingCommand

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from mqcluster.common.files import atomic_write
 from mqcluster.controller.client import ControllerClient, ControllerError, ReplicaInfo
-from mqcluster.controller.protocol import FIRST_BROKER_CONTROLLER_ID
-from mqcluster.controller.protocol import ControllerResponseCode as Code
+from mqcluster.protocol.controller import FIRST_BROKER_CONTROLLER_ID
+from mqcluster.protocol.controller import ControllerResponseCode as Code
 
 log = logging.getLogger(__name__)
 

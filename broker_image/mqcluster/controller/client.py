@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from mqcluster.controller.protocol import (
+from mqcluster.protocol.controller import (
     AlterSyncStateSetRequestHeader,
     AlterSyncStateSetResponseHeader,
     ApplyBrokerIdRequestHeader,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mqcluster.controller.elect_policy import Candidate
-from mqcluster.controller.protocol import BrokerHeartbeatRequestHeader
+from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
 
 
 @dataclass

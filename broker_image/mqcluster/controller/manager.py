@@ -22,7 +22,13 @@ from mqcluster.controller.events import (
     Event,
     UpdateBrokerAddressEvent,
 )
-from mqcluster.controller.protocol import (
+from mqcluster.controller.statemachine import (
+    BrokerReplicaInfo,
+    ControllerState,
+    SyncStateInfo,
+    identity_of_check_code,
+)
+from mqcluster.protocol.controller import (
     FIRST_BROKER_CONTROLLER_ID,
     AlterSyncStateSetRequestHeader,
     AlterSyncStateSetResponseHeader,
@@ -45,13 +51,7 @@ from mqcluster.controller.protocol import (
     SyncStateSetBody,
     parse_id_list,
 )
-from mqcluster.controller.protocol import ControllerResponseCode as Code
-from mqcluster.controller.statemachine import (
-    BrokerReplicaInfo,
-    ControllerState,
-    SyncStateInfo,
-    identity_of_check_code,
-)
+from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.wire.header import CamelHeader
 
 

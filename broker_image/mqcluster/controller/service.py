@@ -35,7 +35,9 @@ from mqcluster.controller.events import ElectMasterEvent, Event, encode_events
 from mqcluster.controller.heartbeat import HeartbeatTable
 from mqcluster.controller.manager import ControllerResult, Liveness, ReplicasInfoManager
 from mqcluster.controller.metrics import ControllerMetrics, MetricsServer
-from mqcluster.controller.protocol import (
+from mqcluster.controller.replicated import ControllerStateMachine
+from mqcluster.controller.statemachine import ControllerState
+from mqcluster.protocol.controller import (
     AlterSyncStateSetRequestHeader,
     ApplyBrokerIdRequestHeader,
     BrokerHeartbeatRequestHeader,
@@ -57,9 +59,7 @@ from mqcluster.controller.protocol import (
     request_name,
     response,
 )
-from mqcluster.controller.protocol import ControllerResponseCode as Code
-from mqcluster.controller.replicated import ControllerStateMachine
-from mqcluster.controller.statemachine import ControllerState
+from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import HeaderError
 from mqcluster.wire.rpc import (

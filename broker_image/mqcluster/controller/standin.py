@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mqcluster.controller.broker_identity import Registration, register_with_controller
 from mqcluster.controller.client import ControllerClient, ReplicaInfo
-from mqcluster.controller.protocol import (
+from mqcluster.protocol.controller import (
     BrokerHeartbeatRequestHeader,
     NotifyBrokerRoleChangedRequestHeader,
     RequestCode,

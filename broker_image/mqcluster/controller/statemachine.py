@@ -22,7 +22,7 @@ from mqcluster.controller.events import (
     Event,
     UpdateBrokerAddressEvent,
 )
-from mqcluster.controller.protocol import FIRST_BROKER_CONTROLLER_ID
+from mqcluster.protocol.controller import FIRST_BROKER_CONTROLLER_ID
 
 
 def identity_of_check_code(check_code: str) -> str:

@@ -66,8 +66,8 @@ def build_embedded_controller(
     """
     try:
         from mqcluster.controller.config import ControllerConfig
-        from mqcluster.controller.protocol import RequestCode as ControllerCode
         from mqcluster.controller.service import ControllerService
+        from mqcluster.protocol.controller import RequestCode as ControllerCode
     except ImportError as exc:
         raise EmbeddedControllerUnavailable(f"embedded controller unavailable: {exc}") from exc
 

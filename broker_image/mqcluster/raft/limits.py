@@ -12,6 +12,7 @@ import math
 import re
 
 from mqcluster.common.javaints import INT64_MAX
+from mqcluster.common.show import show
 
 __all__ = [
     "MAX_ID_LENGTH",
@@ -81,9 +82,3 @@ def parse_finite_float(raw: str, what: str) -> float:
     if not math.isfinite(value):
         raise LimitError(f"{what}: {show(raw)} is not a finite number")
     return value
-
-
-def show(value: object) -> str:
-    """``value`` for an error message, cut short: a hostile field may be megabytes."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

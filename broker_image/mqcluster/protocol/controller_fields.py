@@ -17,7 +17,7 @@ from typing import Annotated, Any, Self
 import msgspec
 
 from mqcluster.common.javaints import INT32_MAX, INT64_MAX
-from mqcluster.raft.limits import show
+from mqcluster.common.show import show
 from mqcluster.wire.header import CamelHeader, HeaderError
 
 

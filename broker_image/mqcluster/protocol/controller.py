@@ -17,7 +17,8 @@ from enum import IntEnum
 from typing import Any
 
 from mqcluster.common.javaints import INT32_MAX, INT64_MAX
-from mqcluster.controller.limits import (
+from mqcluster.common.show import show
+from mqcluster.protocol.controller_fields import (
     MAX_MEMBERS,
     NAME_MAX,
     Address,
@@ -35,10 +36,9 @@ from mqcluster.controller.limits import (
     check_decimal,
     check_name,
 )
-from mqcluster.controller.limits import (
+from mqcluster.protocol.controller_fields import (
     ProtocolError as ProtocolError,
 )
-from mqcluster.raft.limits import show
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import CamelHeader
 
