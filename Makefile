@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-LINT_PATHS := $(wildcard broker_image operator pipeline tests bench tools e2e chaos)
-TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit chaos)
+LINT_PATHS := $(wildcard broker_image operator pipeline tests mqcluster_testing bench tools e2e chaos)
+TYPED_PACKAGES := $(wildcard broker_image/mqcluster operator/mqcluster_operator pipeline/mqcluster_audit chaos \
+                  mqcluster_testing)
 
 .PHONY: setup test test-fast lint demo bench chaos clean images
 

@@ -24,9 +24,10 @@ from typing import Any
 
 from bench import Row
 from mqcluster.controller.client import ControllerClient
-from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.controller.standin import StandInBroker
 from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
+from mqcluster_testing import child_env
+from mqcluster_testing.controller.localcluster import LocalControllerCluster
+from mqcluster_testing.controller.standin import StandInBroker
 
 NAME = "controller"
 GROUPS = 100
@@ -133,13 +134,14 @@ async def _throughput(cluster: LocalControllerCluster) -> tuple[float, int, floa
 
 def _spawn_master(cluster: LocalControllerCluster, group: str, store: Path, log: Path) -> Any:
     argv = [
-        sys.executable, "-m", "mqcluster.controller.standin",
+        sys.executable, "-m", "mqcluster_testing.controller.standin",
         "--controllers", cluster.controller_addr, "--cluster", CLUSTER,
         "--broker-name", group, "--store", str(store), "--host", "127.0.0.1",
         "--epoch", "1", "--heartbeat-interval", "0.5", "--heartbeat-timeout-ms", "2000",
     ]
     out = open(log, "wb")  # noqa: SIM115 - closed by the caller with the process
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL,
+                         env=child_env())
     return p, out
 
 

@@ -31,9 +31,9 @@ from bench import Row
 from bench.alternating import PLAIN, Rounds, dledger_problem, order
 from bench.broker_bench import BrokerProcess
 from mqcluster.client.errors import BrokerError
-from tests.broker.procs import start_proxy
-from tests.ha.cluster import ProcessGroup
-from tests.ha.dledger_cluster import DLedgerProcessGroup
+from mqcluster_testing.broker.procs import start_proxy
+from mqcluster_testing.ha.cluster import ProcessGroup
+from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
 
 log = logging.getLogger(__name__)
 

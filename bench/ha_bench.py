@@ -41,8 +41,8 @@ from bench.alternating import PLAIN, Rounds, order, sync_state_set_problem
 from bench.broker_bench import BrokerProcess
 from mqcluster.client import AdminClient, Message, Producer
 from mqcluster.controller.client import ReplicaInfo
-from tests.broker.procs import start_proxy
-from tests.ha.cluster import GROUP, ProcessGroup
+from mqcluster_testing.broker.procs import start_proxy
+from mqcluster_testing.ha.cluster import GROUP, ProcessGroup
 
 NAME = "ha"
 MSG_SIZE = 1024

@@ -67,7 +67,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def _standins(args: argparse.Namespace) -> None:
     """Host every stand-in broker; commands on stdin, answers on stdout (JSON lines)."""
-    from mqcluster.controller.standin import StandInBroker
+    from mqcluster_testing.controller.standin import StandInBroker
 
     workdir = Path(args.workdir)
     brokers: dict[tuple[str, int], StandInBroker] = {}
@@ -304,8 +304,8 @@ async def _main() -> list[Row]:
     import kmock
     import kopf
 
-    from mqcluster.controller.localcluster import LocalControllerCluster
     from mqcluster_operator.k8s import Api
+    from mqcluster_testing.controller.localcluster import LocalControllerCluster
     from tests.operator.failover import free_port
 
     me = [sys.executable, "-m", "bench.operator_bench"]

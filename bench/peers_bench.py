@@ -478,7 +478,7 @@ StartGroup = Callable[[Path], contextlib.AbstractAsyncContextManager[Group]]
 @contextlib.asynccontextmanager
 async def controller_group(root: Path) -> AsyncIterator[Group]:
     """A controller-mode group of 3, its SyncStateSet whole and its master ready."""
-    from tests.ha.cluster import ProcessGroup
+    from mqcluster_testing.ha.cluster import ProcessGroup
 
     g = ProcessGroup(root)
     try:
@@ -494,7 +494,7 @@ async def controller_group(root: Path) -> AsyncIterator[Group]:
 @contextlib.asynccontextmanager
 async def dledger_group(root: Path) -> AsyncIterator[Group]:
     """A DLedger group of 3 with a leader and every follower caught up."""
-    from tests.ha.dledger_cluster import DLedgerProcessGroup
+    from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
 
     g = DLedgerProcessGroup(root)
     try:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from bench import Row, cpu_seconds
 from mqcluster.raft.client import RaftClient
-from mqcluster.raft.localgroup import LocalGroup
 from mqcluster.raft.node import RunnerOptions
+from mqcluster_testing.raft.localgroup import LocalGroup
 
 NAME = "raft"
 ENTRY = 1024

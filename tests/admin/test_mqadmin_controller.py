@@ -26,8 +26,8 @@ from mqcluster.namesrv.embedded import EmbeddedController, build_embedded_contro
 from mqcluster.namesrv.server import NamesrvServer
 from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
 from mqcluster.protocol.namesrv import BrokerRegistration
+from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 from tests.namesrv.helpers import mqadmin, start_namesrv, wait_for_output
-from tests.procs import Procs, free_addr, procs  # noqa: F401
 
 CLUSTER = "DefaultCluster"
 GROUP = "broker-a"

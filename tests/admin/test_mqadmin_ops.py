@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from mqcluster_testing.broker.procs import (
+    BrokerProc,
+    NamesrvProc,
+    free_port,
+    start_broker,
+    start_namesrv,
+)
 from tests.broker.grpc.client_util import new_message, producer, simple_consumer
-from tests.broker.procs import BrokerProc, NamesrvProc, free_port, start_broker, start_namesrv
 from tests.namesrv.helpers import mqadmin
 
 pytestmark = pytest.mark.slow

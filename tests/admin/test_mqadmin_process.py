@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from mqcluster.namesrv.client import NamesrvClient
+from mqcluster_testing.namesrv.standin import StandInBroker
+from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 from tests.namesrv.helpers import mqadmin, start_namesrv
-from tests.namesrv.standin import StandInBroker
-from tests.procs import Procs, free_addr, procs  # noqa: F401
 
 
 def host_of(addr: str) -> str:

@@ -18,7 +18,13 @@ from mqcluster.client.send_header import send_header_v1
 from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.wire.frame import FrameDecoder, RemotingCommand, encode_frame
 from mqcluster.wire.rpc import RpcClient
-from tests.broker.procs import BrokerProc, NamesrvProc, free_ip, start_broker, start_namesrv
+from mqcluster_testing.broker.procs import (
+    BrokerProc,
+    NamesrvProc,
+    free_ip,
+    start_broker,
+    start_namesrv,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -15,7 +15,7 @@ import pytest
 
 from mqcluster.client import AdminClient, ClientError, Message, Producer, PullConsumer, SendResult
 from mqcluster.client.message import PullStatus
-from tests.broker.procs import start_broker
+from mqcluster_testing.broker.procs import start_broker
 
 pytestmark = pytest.mark.slow
 

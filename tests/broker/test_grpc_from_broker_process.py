@@ -10,7 +10,7 @@ from rocketmq import Message as GrpcMessage
 from rocketmq import Producer as GrpcProducer
 
 from mqcluster.client import AdminClient, PullConsumer
-from tests.broker.procs import start_broker
+from mqcluster_testing.broker.procs import start_broker
 
 
 def send_with_official_client(endpoint: str, topic: str, bodies: list[bytes]) -> list[str]:

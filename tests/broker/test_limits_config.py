@@ -14,7 +14,7 @@ from mqcluster.common.config import ConfigError
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.limits import process_limits, set_process_limits
 from mqcluster.wire.rpc import RpcClient
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 MIB = 1024 * 1024
 

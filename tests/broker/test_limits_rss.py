@@ -9,9 +9,9 @@ from pathlib import Path
 
 from mqcluster.client import AdminClient, Message, Producer
 from mqcluster.wire.rpc import RpcClient
+from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 from tests.broker.test_broker_cluster import assert_routed
 from tests.namesrv.helpers import start_namesrv, wait_for_output
-from tests.procs import Procs, free_addr, procs  # noqa: F401
 from tests.wire.pinning import MIB, assert_flood_handled, nested_header, pin_while_serving
 
 

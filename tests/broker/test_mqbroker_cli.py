@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker.procs import free_port, start_broker
+from mqcluster_testing.broker.procs import free_port, start_broker
 
 
 def run_broker(*args: str) -> subprocess.CompletedProcess[str]:

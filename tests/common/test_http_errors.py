@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from mqcluster.common.http_errors import quiet_bad_requests
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 
 async def _raw(host: str, port: int, data: bytes) -> bytes:

@@ -10,7 +10,7 @@ import pytest
 from mqcluster.controller.config import ControllerConfig
 from mqcluster.controller.consensus import LocalConsensus
 from mqcluster.controller.service import ControllerService
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 
 class FakeClock:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from mqcluster.controller.client import ControllerClient, ControllerError
-from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.controller.standin import StandInBroker
 from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.protocol.controller import ElectMasterRequestHeader, RequestCode, request
 from mqcluster.wire.rpc import RpcClient
-from tests.procs import free_addr
+from mqcluster_testing.controller.localcluster import LocalControllerCluster
+from mqcluster_testing.controller.standin import StandInBroker
+from mqcluster_testing.procs import free_addr
 
 pytestmark = pytest.mark.slow
 

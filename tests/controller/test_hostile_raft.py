@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from mqcluster.controller.client import ControllerClient
-from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.controller.standin import StandInBroker
 from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.types import HardState
-from tests.procs import free_addr
+from mqcluster_testing.controller.localcluster import LocalControllerCluster
+from mqcluster_testing.controller.standin import StandInBroker
+from mqcluster_testing.procs import free_addr
 from tests.raft.hostile import (
     View,
     Views,

@@ -15,8 +15,8 @@ from mqcluster.controller.events import (
 )
 from mqcluster.controller.metrics import ControllerMetrics
 from mqcluster.controller.service import ControllerService
-from mqcluster.controller.standin import StandInBroker
 from mqcluster.controller.statemachine import ControllerState
+from mqcluster_testing.controller.standin import StandInBroker
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

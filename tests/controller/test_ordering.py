@@ -17,7 +17,7 @@ from mqcluster.protocol.controller import (
 )
 from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.wire.rpc import RpcClient
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 
 class SlowConsensus:

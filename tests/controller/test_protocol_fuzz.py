@@ -41,7 +41,7 @@ from mqcluster.protocol.controller import (
 from mqcluster.protocol.controller_fields import NAME_MAX, ControllerHeader
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import HeaderError
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True)
 

@@ -11,7 +11,6 @@ from mqcluster.controller.broker_identity import identity_path, read_identity
 from mqcluster.controller.client import ControllerClient, ControllerError
 from mqcluster.controller.consensus import LocalConsensus
 from mqcluster.controller.service import ControllerService
-from mqcluster.controller.standin import StandInBroker
 from mqcluster.controller.statemachine import ControllerState
 from mqcluster.protocol.controller import (
     ControllerResponseCode as Code,
@@ -23,6 +22,7 @@ from mqcluster.protocol.controller import (
 )
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
+from mqcluster_testing.controller.standin import StandInBroker
 
 from .conftest import FakeClock
 

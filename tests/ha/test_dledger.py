@@ -17,8 +17,8 @@ from mqcluster.ha.dledger_entry import decode_entry
 from mqcluster.raft.types import EntryType
 from mqcluster.store.batch import RawBatch
 from mqcluster.store.message import PutStatus
-from tests.ha.dledger_group import DLedgerGroup
-from tests.ha.group import TOPIC, wait_until
+from mqcluster_testing.ha.dledger_group import DLedgerGroup
+from mqcluster_testing.ha.group import TOPIC, wait_until
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ import pytest
 from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.node import parse_peers
 from mqcluster.raft.types import HardState
-from tests.broker.procs import broker_props
-from tests.ha.brokers import running
-from tests.ha.dledger_cluster import DLedgerProcessGroup
+from mqcluster_testing.broker.procs import broker_props
+from mqcluster_testing.ha.brokers import running
+from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
+from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
 from tests.ha.test_processes import History, produce, wait_acks
-from tests.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
 from tests.raft.hostile import (
     View,
     Views,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
-from tests.ha.brokers import running
-from tests.ha.dledger_cluster import DLedgerProcessGroup
+from mqcluster_testing.ha.brokers import running
+from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
 from tests.ha.test_processes import TOPIC, History, produce, wait_acks
 
 pytestmark = pytest.mark.slow

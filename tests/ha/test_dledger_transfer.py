@@ -8,8 +8,8 @@ import pytest
 
 from mqcluster.admin.commands import AdminError
 from mqcluster.admin.ops import dledger_transfer_leadership
-from tests.ha.dledger_group import DLedgerGroup
-from tests.ha.group import wait_until
+from mqcluster_testing.ha.dledger_group import DLedgerGroup
+from mqcluster_testing.ha.group import wait_until
 
 
 async def test_the_leader_hands_leadership_to_the_named_peer(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import MessageRecord, PutStatus
 from mqcluster.store.subscription_group import SubscriptionGroupConfig
 from mqcluster.store.topic_config import TopicConfig
-from tests.ha.group import GroupHarness
+from mqcluster_testing.ha.group import GroupHarness
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 
 from mqcluster.ha.protocol import MasterFrameDecoder, MasterHandshake, SlaveAck, SlaveHandshake
 from mqcluster.store.message import PutStatus
-from tests.ha.group import GroupHarness
+from mqcluster_testing.ha.group import GroupHarness
 
 
 @pytest.fixture

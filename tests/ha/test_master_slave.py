@@ -14,8 +14,8 @@ from mqcluster.client import AdminClient
 from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.server import NamesrvServer
 from mqcluster.store.message import MessageRecord, PutStatus
-from tests.ha.group import TOPIC, wait_until
-from tests.procs import free_addr
+from mqcluster_testing.ha.group import TOPIC, wait_until
+from mqcluster_testing.procs import free_addr
 
 Start = Callable[..., Awaitable[tuple[BrokerServer, BrokerServer]]]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import tests.ha.cluster as controller_cluster
+import mqcluster_testing.ha.cluster as controller_cluster
 from mqcluster.client.admin import AdminClient
 from mqcluster.client.consumer import PullConsumer
 from mqcluster.client.errors import ClientError
@@ -18,9 +18,9 @@ from mqcluster.client.message import Message
 from mqcluster.client.producer import Producer
 from mqcluster.store.clear import clear_store
 from mqcluster_operator.follow.migration_driver import AdminDriver
-from tests.broker.procs import BrokerProc
-from tests.ha.cluster import ProcessGroup
-from tests.ha.dledger_cluster import DLedgerProcessGroup
+from mqcluster_testing.broker.procs import BrokerProc
+from mqcluster_testing.ha.cluster import ProcessGroup
+from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

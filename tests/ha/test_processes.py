@@ -27,9 +27,9 @@ from mqcluster.client import Message as NativeMessage
 from mqcluster.client import Producer as NativeProducer
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import PROPERTY_UNIQ_KEY
+from mqcluster_testing.ha.brokers import running
+from mqcluster_testing.ha.cluster import ProcessGroup
 from tests.broker.grpc.client_util import client_config, new_message
-from tests.ha.brokers import running
-from tests.ha.cluster import ProcessGroup
 
 TOPIC = "FailoverTopic"
 pytestmark = pytest.mark.slow

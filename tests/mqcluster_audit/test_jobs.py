@@ -16,7 +16,7 @@ from mqcluster_audit import jobs
 from mqcluster_audit.cli import main
 from mqcluster_audit.history import HistoryWriter
 from mqcluster_audit.segments import segment_files
-from tests.ha.dledger_group import DLedgerGroup
+from mqcluster_testing.ha.dledger_group import DLedgerGroup
 from tests.mqcluster_audit.conftest import messages, write_store
 
 

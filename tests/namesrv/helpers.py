@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from subprocess import Popen
 
-from tests.procs import Procs, free_addr
+from mqcluster_testing.procs import Procs, free_addr
 
 BOOT_LINE = "The Name Server boot success"
 

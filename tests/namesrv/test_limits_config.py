@@ -7,8 +7,8 @@ import struct
 from pathlib import Path
 
 from mqcluster.namesrv.client import NamesrvClient
+from mqcluster_testing.procs import Procs, procs  # noqa: F401
 from tests.namesrv.helpers import start_namesrv
-from tests.procs import Procs, procs  # noqa: F401
 
 
 async def closed(reader: asyncio.StreamReader) -> bool:

@@ -8,8 +8,8 @@ import asyncio
 from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
+from mqcluster_testing.procs import Procs, procs  # noqa: F401
 from tests.namesrv.helpers import start_namesrv
-from tests.procs import Procs, procs  # noqa: F401
 from tests.wire.pinning import MIB, assert_flood_handled, nested_header, pin_while_serving
 
 

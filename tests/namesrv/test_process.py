@@ -12,9 +12,9 @@ import pytest
 
 from mqcluster.namesrv.client import NamesrvClient, TopicNotExistError
 from mqcluster.protocol.namesrv import BrokerRegistration
+from mqcluster_testing.namesrv.standin import StandInBroker
+from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 from tests.namesrv.helpers import start_namesrv
-from tests.namesrv.standin import StandInBroker
-from tests.procs import Procs, free_addr, procs  # noqa: F401
 
 
 def host_of(addr: str) -> str:

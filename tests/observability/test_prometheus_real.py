@@ -33,8 +33,8 @@ from mqcluster_operator.local import demo
 from mqcluster_operator.local.cli import load, random_prefix
 from mqcluster_operator.local.plan import plan, read_manifests
 from mqcluster_operator.local.runner import LocalCluster, Running
-from tests.broker.procs import ProxyProc, start_proxy
-from tests.procs import Procs, free_addr, procs  # noqa: F401
+from mqcluster_testing.broker.procs import ProxyProc, start_proxy
+from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 
 from .promql import ALERTS, Query, alert_queries, dashboard_queries, metric_names
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqcluster.controller.localcluster import LocalControllerCluster
-from mqcluster.controller.standin import StandInBroker
 from mqcluster_operator import names
 from mqcluster_operator.follow.election_probes import ProbeTarget, RemotingControllerProbe
 from mqcluster_operator.k8s import Ref
+from mqcluster_testing.controller.localcluster import LocalControllerCluster
+from mqcluster_testing.controller.standin import StandInBroker
 
 from .kopf_harness import Harness, running_operator
 from .realplane.cluster import kube_cluster

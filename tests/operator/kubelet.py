@@ -34,7 +34,7 @@ from typing import Any
 
 from mqcluster_operator import names
 from mqcluster_operator.k8s import Api, ApiError, Ref
-from tests.broker.procs import Proc
+from mqcluster_testing.broker.procs import Proc
 
 from .emulator import Emulator
 from .pod_process import Addresses, Container, start_process

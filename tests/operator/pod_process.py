@@ -22,7 +22,7 @@ from typing import Any
 from mqcluster_operator import names
 from mqcluster_operator.local.plan import localize, pod_configs
 from mqcluster_operator.manifests import pods as pod_manifests
-from tests.broker.procs import Proc
+from mqcluster_testing.broker.procs import Proc
 
 MODULES = {"mqbroker": "mqcluster.broker.main", "mqnamesrv": "mqcluster.namesrv.main",
            "mqcontroller": "mqcluster.controller.main"}

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from mqcluster_operator.k8s import APPLY_PATCH
-from tests.procs import Procs, procs  # noqa: F401  (fixture)
+from mqcluster_testing.procs import Procs, procs  # noqa: F401  (fixture)
 
 from .chart_tools import kinds, template
 from .realplane.controlplane import CRDS, TEST_CLIENT, Kube, KubeApi, token_kubeconfig

@@ -106,7 +106,8 @@ async def test_operator_follows_a_sigkilled_master_process(
     import subprocess
     import sys
 
-    from mqcluster.controller.standin import StandInBroker
+    from mqcluster_testing import child_env
+    from mqcluster_testing.controller.standin import StandInBroker
 
     from .failover import CLUSTER
 
@@ -115,11 +116,11 @@ async def test_operator_follows_a_sigkilled_master_process(
         for i, ip in enumerate(ips):
             await sc.create_pod(name, i, ip)
         master = subprocess.Popen(
-            [sys.executable, "-m", "mqcluster.controller.standin",
+            [sys.executable, "-m", "mqcluster_testing.controller.standin",
              "--controllers", sc.controllers.controller_addr, "--cluster", CLUSTER,
              "--broker-name", name, "--store", str(tmp_path / name / "0"), "--host", ips[0],
              "--epoch", "1", "--heartbeat-interval", "0.3", "--heartbeat-timeout-ms", "1500"],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=child_env(),
         )  # fmt: skip
         slave = StandInBroker(sc.controllers.controller_addr, CLUSTER, name,
                               tmp_path / name / "1", host=ips[1], epoch=1,

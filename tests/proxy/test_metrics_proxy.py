@@ -14,7 +14,7 @@ from mqcluster.proxy.config import ProxyConfig
 from mqcluster.proxy.master_source import MasterSighting
 from mqcluster.proxy.metrics import ProxyHttp, ProxyMetrics
 from mqcluster.proxy.tracker import MasterTracker
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 from .test_tracker import ScriptedSource, tracker
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker.procs import ProxyProc, start_proxy
-from tests.ha.cluster import GROUP, ProcessGroup
-from tests.ha.dledger_cluster import DLedgerProcessGroup
+from mqcluster_testing.broker.procs import ProxyProc, start_proxy
+from mqcluster_testing.ha.cluster import GROUP, ProcessGroup
+from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
 from tests.ha.test_processes import History, check_consistency, produce, wait_acks
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from mqcluster.raft.codes import RaftRequestCode
 from mqcluster.wire.frame import FLAG_ONEWAY, RemotingCommand, encode_frame
 from mqcluster.wire.rpc import split_addr
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 QUIET_S = 1.5  # no member may take a sender's term for this long after the frames
 

@@ -33,7 +33,7 @@ from mqcluster.raft.types import (
 )
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcServer
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 from tests.raft.helpers import elect, new_node
 
 pytestmark = pytest.mark.timeout(60)

@@ -10,7 +10,7 @@ import pytest
 
 from mqcluster.raft.diskformat import decode_hard_state
 from mqcluster.raft.node import RunnerOptions
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 from tests.raft.hostile import heartbeat_frame, send_frames
 from tests.raft.test_node import Group
 

@@ -17,7 +17,7 @@ from mqcluster.raft.peers import (
     remote_ip,
 )
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcServer
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 PEERS = {"n0": "127.0.0.5:9000", "n1": "127.0.0.6:9000", "n2": "[::1]:9000"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mqcluster.broker.server import BrokerServer
 from mqcluster.store.message import MessageRecord, PutStatus
-from tests.ha.group import TOPIC, GroupHarness, wait_until
+from mqcluster_testing.ha.group import TOPIC, GroupHarness, wait_until
 from tests.ha.test_master_slave import Start, in_sync, pair  # noqa: F401  (``pair``: fixture)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mqcluster.client import AdminClient, Message, Producer
-from tests.broker.procs import broker_props, free_ip, start_broker
+from mqcluster_testing.broker.procs import broker_props, free_ip, start_broker
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 
 from mqcluster.broker.context import ReplicaRole
 from mqcluster.broker.grpc.forward import ForwardingHandler, MasterChannels
-from tests.broker.procs import free_ip
+from mqcluster_testing.broker.procs import free_ip
 
 SERVICE = "apache.rocketmq.v2.MessagingService"
 METHOD = f"/{SERVICE}/SendMessage"

@@ -37,7 +37,7 @@ from urllib.parse import quote
 import aiohttp
 
 from mqcluster_operator.k8s import ApiError
-from tests.broker.procs import Proc
+from mqcluster_testing.broker.procs import Proc
 
 from ..pod_process import Addresses, Container, run_pre_stop, start_process
 from .controlplane import KubeApi

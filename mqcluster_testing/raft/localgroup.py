@@ -1,4 +1,4 @@
-"""A Raft group of local ``mqraft`` processes on 127.0.0.x, for the demo, tests and benches.
+"""A Raft group of local ``mqraft`` processes on 127.0.0.x, for tests and benches.
 
 Each member gets its own loopback address (127.0.0.x, random x) and a port the
 kernel reports free, a store directory and a log file under ``root``. ``kill``

@@ -1,4 +1,4 @@
-"""N ``mqcontroller`` processes on loopback, for tests, benchmarks and demos.
+"""N ``mqcontroller`` processes on loopback, for tests and benchmarks.
 
     cluster = LocalControllerCluster(["127.0.0.5:4001", ...], workdir)
     try:

@@ -2,7 +2,8 @@
 
 Usage in a test module::
 
-    from tests.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
+    # ``procs`` is a fixture: importing it registers it
+    from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 
     def test_something(procs: Procs) -> None:
         addr = free_addr()                    # "127.0.0.N:PORT", free right now

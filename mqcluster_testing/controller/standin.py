@@ -3,7 +3,7 @@
 It obtains its id (``broker_identity``), registers, heartbeats every
 ``heartbeat_interval`` to every controller, and serves
 NOTIFY_BROKER_ROLE_CHANGED on its own listen address, recording what it is
-told. It stores no messages. ``python -m mqcluster.controller.standin`` runs
+told. It stores no messages. ``python -m mqcluster_testing.controller.standin`` runs
 one as a process (for SIGKILL / SIGSTOP experiments) and prints its
 registration as one JSON line, then one JSON line per heartbeat batch.
 """
@@ -167,7 +167,7 @@ async def _run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mqcluster.controller.standin")
+    p = argparse.ArgumentParser(prog="mqcluster_testing.controller.standin")
     p.add_argument("--controllers", required=True)
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--broker-name", required=True)

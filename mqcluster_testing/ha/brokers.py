@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.offline import iter_messages
-from tests.broker.procs import BrokerProc
+from mqcluster_testing.broker.procs import BrokerProc
 
 
 class BrokerProcesses:

@@ -12,10 +12,10 @@ import contextlib
 from pathlib import Path
 
 from mqcluster.controller.client import ControllerClient, ReplicaInfo
-from mqcluster.controller.localcluster import LocalControllerCluster
-from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
-from tests.ha.brokers import BrokerProcesses
-from tests.procs import free_addr
+from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from mqcluster_testing.controller.localcluster import LocalControllerCluster
+from mqcluster_testing.ha.brokers import BrokerProcesses
+from mqcluster_testing.procs import free_addr
 
 GROUP = "group-a"
 CLUSTER = "HACluster"
@@ -66,7 +66,7 @@ class ProcessGroup(BrokerProcesses):
                 **self.broker_props,
             }
             props.pop("brokerId", None)
-            self.brokers.append(await start_broker(root, ip, **props))
+            self.brokers.append(await start_broker(root, ip, args=(), **props))
 
     async def replica_info(self) -> ReplicaInfo:
         assert self.client is not None

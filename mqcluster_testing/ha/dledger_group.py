@@ -9,8 +9,8 @@ from mqcluster.broker.config import BrokerConfig, check_broker_config
 from mqcluster.broker.server import BrokerServer
 from mqcluster.store.batch import BatchPutResult, RawBatch
 from mqcluster.store.message import MessageRecord, PutResult
-from tests.ha.group import TOPIC, wait_until
-from tests.procs import free_addr
+from mqcluster_testing.ha.group import TOPIC, wait_until
+from mqcluster_testing.procs import free_addr
 
 
 class DLedgerGroup:

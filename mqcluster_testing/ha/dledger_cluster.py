@@ -7,9 +7,9 @@ from pathlib import Path
 
 from mqcluster.broker.dledger import read_status
 from mqcluster.wire.rpc import RpcClient
-from tests.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
-from tests.ha.brokers import BrokerProcesses
-from tests.procs import free_addr
+from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from mqcluster_testing.ha.brokers import BrokerProcesses
+from mqcluster_testing.procs import free_addr
 
 
 class DLedgerProcessGroup(BrokerProcesses):
@@ -30,7 +30,7 @@ class DLedgerProcessGroup(BrokerProcesses):
         for n, ip in zip(self.ids, self.ips, strict=True):
             root = self.tmp / n
             root.mkdir(parents=True, exist_ok=True)
-            self.brokers.append(await start_broker(root, ip, **{
+            self.brokers.append(await start_broker(root, ip, args=(), **{
                 "brokerClusterName": "DLedgerCluster", "brokerName": "dledger-a",
                 "namesrvAddr": self.namesrv.addr, "storePathRootDir": str(root / "store"),
                 "enableProxy": "true", "enableDLegerCommitLog": "true",

@@ -18,7 +18,7 @@ from mqcluster.controller.config import ControllerConfig
 from mqcluster.controller.consensus import LocalConsensus
 from mqcluster.controller.service import ControllerService
 from mqcluster.store.message import MessageRecord, PutResult
-from tests.procs import free_addr
+from mqcluster_testing.procs import free_addr
 
 TOPIC = "TopicHA"
 

@@ -1,0 +1,1 @@
+"""Real broker and name server processes."""

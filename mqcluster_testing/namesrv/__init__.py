@@ -1,0 +1,1 @@
+"""A broker stand-in for the name server and mqadmin."""

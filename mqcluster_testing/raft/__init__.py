@@ -1,0 +1,1 @@
+"""Raft groups of real ``mqraft`` processes."""
