@@ -258,7 +258,9 @@ class DLedgerReplication:
         self.runner = RaftRunner(
             self.self_id, peers, raft_dir, self.state_machine,
             RaftConfig(preferred_leader_ids=preferred_leaders(cfg),
-                       max_transfer_gap=cfg.dLegerPreferredLeaderGap),
+                       max_transfer_gap=cfg.dLegerPreferredLeaderGap,
+                       heartbeat_interval=cfg.heartBeatTimeIntervalMs / 1000,
+                       max_heartbeat_leak=cfg.maxHeartBeatLeak),
             # Persist in the I/O thread: the replicas of a group often share a disk, and
             # an fsync on the loop's thread would hold up applying and serving meanwhile.
             # A replica starved of CPU (replicas and clients often share a few cores)
