@@ -47,8 +47,6 @@ BROKER_KEYS: frozenset[str] = frozenset(
         "waitTimeMillsInSendQueue",
         "enableSlaveActingMaster",
         "totalReplicas",
-        "controllerHeartBeatTimeoutMills",
-        "brokerHeartbeatInterval",
         "enableRetryTopicV2",
         "timerWheelEnable",
         "longPollingEnable",
@@ -106,7 +104,6 @@ CONTROLLER_KEYS: frozenset[str] = frozenset(
     {
         "enableElectUncleanMaster",
         "notifyBrokerRoleChanged",
-        "scanNotActiveBrokerInterval",
         "scanInactiveMasterInterval",
         "controllerThreadPoolNums",
         "controllerRequestThreadPoolQueueCapacity",

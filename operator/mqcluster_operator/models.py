@@ -12,6 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from mqcluster.broker.config import BrokerConfig
+from mqcluster.controller.config import ControllerConfig
+
 from .config_keys import (
     BROKER_KEYS,
     BROKER_MANAGED_KEYS,
@@ -109,6 +112,33 @@ class ControllerPorts(CRModel):
     """HTTP port with /metrics and /health (metricsPromExporterPort)."""
 
 
+def fields_elsewhere(given: dict[str, str], section: type[CRModel]) -> list[str]:
+    """Keys of a free-form config that the spec has a field of its own for."""
+    return [f"key {key!r} is set by failureDetection.{key}, not here"
+            for key in sorted(given) if key in section.model_fields]
+
+
+def _shipped(model: type[BaseModel], key: str) -> int:
+    """The process's own default for ``key``: the CRD's default is what ships."""
+    default = model.model_fields[key].default
+    assert isinstance(default, int)
+    return default
+
+
+class ControllerFailureDetection(CRModel):
+    """How soon the controllers act on a broker that stopped heartbeating (a hung or
+    cut-off master). Rendered into every controller's file; the defaults replace a
+    hung master within 3 s and let a broker stall 1.5 s without a failover."""
+
+    scanNotActiveBrokerInterval: int = Field(
+        default=_shipped(ControllerConfig, "scanNotActiveBrokerInterval"), ge=10, le=60000)
+    """ms between scans for brokers whose heartbeat timeout has passed."""
+    brokerHeartbeatTimeoutMills: int = Field(
+        default=_shipped(ControllerConfig, "brokerHeartbeatTimeoutMills"), ge=100, le=600000)
+    """ms of silence after which a broker that states no timeout of its own is dead
+    (brokers state theirs: BrokerGroup ``failureDetection.controllerHeartBeatTimeoutMills``)."""
+
+
 class ControllerSpec(PodMeta):
     model_config = ConfigDict(
         json_schema_extra={
@@ -137,11 +167,16 @@ class ControllerSpec(PodMeta):
     """Extra controller.conf keys, RocketMQ names."""
     ports: ControllerPorts = Field(default_factory=ControllerPorts)
     scheduling: Scheduling = Field(default_factory=Scheduling)
+    failureDetection: ControllerFailureDetection = Field(
+        default_factory=ControllerFailureDetection)
+    """Broker failure detection, rendered explicitly (``config`` may not repeat these keys)."""
 
     @field_validator("config")
     @classmethod
     def _known_keys(cls, value: dict[str, str]) -> dict[str, str]:
-        problems = bad_keys(value, CONTROLLER_KEYS, CONTROLLER_MANAGED_KEYS)
+        problems = fields_elsewhere(value, ControllerFailureDetection)
+        rest = {k: v for k, v in value.items() if k not in ControllerFailureDetection.model_fields}
+        problems += bad_keys(rest, CONTROLLER_KEYS, CONTROLLER_MANAGED_KEYS)
         if problems:
             raise ValueError("; ".join(problems))
         return value
@@ -183,6 +218,44 @@ class ServiceSpec(CRModel):
     """Fixed nodePort for remoting (NodePort/LoadBalancer only)."""
     annotations: dict[str, str] = Field(default_factory=dict)
     """Annotations of the client Service (e.g. for a cloud load balancer)."""
+
+
+HEARTBEAT_RULE: JsonDict = {
+    "rule": "!has(self.brokerHeartbeatInterval) || !has(self.controllerHeartBeatTimeoutMills)"
+    " || self.controllerHeartBeatTimeoutMills >= 2 * self.brokerHeartbeatInterval",
+    "message": "controllerHeartBeatTimeoutMills must be at least 2 x brokerHeartbeatInterval"
+    " (one late heartbeat would otherwise be a failover)",
+}
+
+
+class BrokerFailureDetection(CRModel):
+    """How soon a hung or cut-off master is replaced. Rendered into every broker's file;
+    the defaults (RocketMQ's and DLedger's key names) replace it within 3 s and let a
+    master stall 1.5 s (controller mode) or 1.9 s (DLedger) without a failover."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [HEARTBEAT_RULE]})
+
+    brokerHeartbeatInterval: int = Field(
+        default=_shipped(BrokerConfig, "brokerHeartbeatInterval"), ge=50, le=60000)
+    """Controller mode: ms between a broker's heartbeats to the controllers."""
+    controllerHeartBeatTimeoutMills: int = Field(
+        default=_shipped(BrokerConfig, "controllerHeartBeatTimeoutMills"), ge=100, le=600000)
+    """Controller mode: ms without a heartbeat after which the controllers hold the
+    broker dead and elect another master (the broker states it in every heartbeat)."""
+    heartBeatTimeIntervalMs: int = Field(
+        default=_shipped(BrokerConfig, "heartBeatTimeIntervalMs"), ge=10, le=60000)
+    """DLedger mode: ms between the Raft leader's heartbeats."""
+    maxHeartBeatLeak: int = Field(
+        default=_shipped(BrokerConfig, "maxHeartBeatLeak"), ge=2, le=1000)
+    """DLedger mode: heartbeats a follower misses before it campaigns."""
+
+    @model_validator(mode="after")
+    def _timeout_covers_beats(self) -> BrokerFailureDetection:
+        if self.controllerHeartBeatTimeoutMills < 2 * self.brokerHeartbeatInterval:
+            raise ValueError(str(HEARTBEAT_RULE["message"]) + f": got "
+                             f"{self.controllerHeartBeatTimeoutMills} and "
+                             f"{self.brokerHeartbeatInterval}")
+        return self
 
 
 class UpgradePolicy(CRModel):
@@ -299,11 +372,16 @@ class BrokerGroupSpec(PodMeta):
     upgrade: UpgradeSpec = Field(default_factory=UpgradeSpec)
     """Control of the rolling upgrade under way (``paused``)."""
     migration: MigrationSpec = Field(default_factory=MigrationSpec)
+    failureDetection: BrokerFailureDetection = Field(default_factory=BrokerFailureDetection)
+    """Heartbeats and timeouts of the mode's master election, rendered explicitly
+    (``brokerConfig`` may not repeat these keys)."""
 
     @field_validator("brokerConfig")
     @classmethod
     def _known_keys(cls, value: dict[str, str]) -> dict[str, str]:
-        problems = bad_keys(value, BROKER_KEYS, BROKER_MANAGED_KEYS)
+        problems = fields_elsewhere(value, BrokerFailureDetection)
+        rest = {k: v for k, v in value.items() if k not in BrokerFailureDetection.model_fields}
+        problems += bad_keys(rest, BROKER_KEYS, BROKER_MANAGED_KEYS)
         if problems:
             raise ValueError("; ".join(problems))
         return value

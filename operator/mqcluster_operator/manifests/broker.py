@@ -35,6 +35,7 @@ def shared_properties(
     owner: Owner, spec: BrokerGroupSpec, controller: ControllerView | None
 ) -> properties.Props:
     broker_name = spec.broker_name(owner.name)
+    detect = spec.failureDetection
     props: properties.Props = {
         "brokerClusterName": spec.clusterName,
         "brokerName": broker_name,
@@ -60,6 +61,10 @@ def shared_properties(
                 "allAckInSyncStateSet": properties.flag(spec.allAckInSyncStateSet),
                 "inSyncReplicas": str(spec.inSyncReplicas),
                 "minInSyncReplicas": str(spec.minInSyncReplicas),
+                # Rendered even at their defaults: the file says how soon a hung master
+                # is replaced, whatever the image's defaults are.
+                "brokerHeartbeatInterval": str(detect.brokerHeartbeatInterval),
+                "controllerHeartBeatTimeoutMills": str(detect.controllerHeartBeatTimeoutMills),
             }
         )
     elif spec.mode == "DLedger":
@@ -68,6 +73,8 @@ def shared_properties(
                 "enableDLegerCommitLog": "true",
                 "dLegerGroup": broker_name,
                 "dLegerPeers": dledger_peers(owner, spec),
+                "heartBeatTimeIntervalMs": str(detect.heartBeatTimeIntervalMs),
+                "maxHeartBeatLeak": str(detect.maxHeartBeatLeak),
             }
         )
     else:

@@ -72,6 +72,10 @@ def shared_properties(owner: Owner, spec: ControllerSpec) -> properties.Props:
             "controllerDLegerPeers": peers(owner, spec),
             "controllerStorePath": STORE_DIR,
             "metricsPromExporterPort": str(spec.ports.metrics),
+            # Rendered even at their defaults: the file says how soon a hung master is
+            # acted on (with the brokers' controllerHeartBeatTimeoutMills).
+            "scanNotActiveBrokerInterval": str(spec.failureDetection.scanNotActiveBrokerInterval),
+            "brokerHeartbeatTimeoutMills": str(spec.failureDetection.brokerHeartbeatTimeoutMills),
         }
     )
     props.update(sorted(spec.config.items()))
