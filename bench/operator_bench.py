@@ -205,7 +205,7 @@ def make_emulator(watcher: Watcher) -> Any:
     import kmock
     from kmock._internal import enums, rendering
 
-    from tests.operator.emulator import Emulator
+    from mqcluster_testing.operator.emulator import Emulator
 
     pods = kmock.resource(PODS)
 
@@ -306,7 +306,7 @@ async def _main() -> list[Row]:
 
     from mqcluster_operator.k8s import Api
     from mqcluster_testing.controller.localcluster import LocalControllerCluster
-    from tests.operator.failover import free_port
+    from mqcluster_testing.operator.failover import free_port
 
     me = [sys.executable, "-m", "bench.operator_bench"]
     watcher = Watcher()

@@ -32,7 +32,7 @@ def _group(name: str) -> dict[str, Any]:
 async def _rate(groups: int) -> tuple[float, float]:
     """(requests/s measured over the window, the same plus the periodic re-apply of every
     child spread over REAPPLY seconds)."""
-    from tests.operator.kopf_harness import running_operator
+    from mqcluster_testing.operator.kopf_harness import running_operator
 
     async with running_operator(follow_interval=FOLLOW, poll_interval=POLL,
                                 reconcile_interval=RESYNC, reapply_seconds=REAPPLY) as h:

@@ -47,7 +47,7 @@ rules:
 
 
 def kit_missing() -> str | None:
-    from tests.operator.realplane.controlplane import kit_missing as missing
+    from mqcluster_testing.operator.realplane.controlplane import kit_missing as missing
 
     return missing()
 
@@ -91,8 +91,8 @@ async def elected(agent: Any, name: str, old: str) -> float:
 
 
 async def with_agent(kube: Any, api: Any, ns: str, workdir: Path) -> Any:
-    from tests.operator.realplane.mirror import Mirror
-    from tests.operator.realplane.node_agent import NodeAgent
+    from mqcluster_testing.operator.realplane.mirror import Mirror
+    from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
     await kube.create_namespace(api, ns)
     mirror = Mirror(api, ns)
@@ -111,7 +111,7 @@ async def close_agent(kube: Any, api: Any, agent: Any) -> None:
 
 
 async def failovers(kube: Any, api: Any, workdir: Path, mode: str) -> dict[str, Any]:
-    from tests.operator.real_operator import BG, condition, operator_on
+    from mqcluster_testing.operator.real_operator import BG, condition, operator_on
 
     ns = f"bench-{mode.lower()}"
     name = "bg"
@@ -184,8 +184,8 @@ async def idle_rate(kube: Any, api: Any, groups: int, log: Path
                     ) -> tuple[float, float, int]:
     from mqcluster_operator.manifests import Owner, build_brokergroup, controller_view
     from mqcluster_operator.models import BrokerGroupSpec, ControllerSpec
-    from tests.operator.real_operator import operator_on
-    from tests.operator.realplane.mirror import Mirror
+    from mqcluster_testing.operator.real_operator import operator_on
+    from mqcluster_testing.operator.realplane.mirror import Mirror
 
     ns = f"bench-idle-{groups}"
     await kube.create_namespace(api, ns)
@@ -230,7 +230,7 @@ async def idle_rate(kube: Any, api: Any, groups: int, log: Path
 
 
 async def _main() -> list[Row]:
-    from tests.operator.realplane.controlplane import control_plane
+    from mqcluster_testing.operator.realplane.controlplane import control_plane
 
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="mq-bench-operator-") as tmp:

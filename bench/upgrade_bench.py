@@ -24,7 +24,7 @@ MODES = ("Controller", "DLedger")
 
 
 async def _one(mode: str) -> list[Row]:
-    from tests.operator.upgrade_scenario import report, running, upgrade_with_producer
+    from mqcluster_testing.operator.upgrade_scenario import report, running, upgrade_with_producer
 
     with tempfile.TemporaryDirectory(prefix="mq-upgrade-bench-") as tmp:
         async with running(Path(tmp)) as loop:

@@ -16,10 +16,16 @@ import pytest
 import yaml
 
 from mqcluster_operator.k8s import APPLY_PATCH
+from mqcluster_testing.operator.realplane.controlplane import (
+    CRDS,
+    TEST_CLIENT,
+    Kube,
+    KubeApi,
+    token_kubeconfig,
+)
 from mqcluster_testing.procs import Procs, procs  # noqa: F401  (fixture)
 
 from .chart_tools import kinds, template
-from .realplane.controlplane import CRDS, TEST_CLIENT, Kube, KubeApi, token_kubeconfig
 
 pytestmark = [pytest.mark.timeout(180)]
 

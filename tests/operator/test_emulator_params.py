@@ -8,7 +8,7 @@ import aiohttp
 import kmock
 import pytest
 
-from .emulator import Emulator
+from mqcluster_testing.operator.emulator import Emulator
 
 
 @pytest.mark.parametrize(("query", "status"), [

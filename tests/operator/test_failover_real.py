@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from mqcluster_operator import names
-
-from .failover import failover_scenario
-from .realplane.controlplane import Kube
+from mqcluster_testing.operator.failover import failover_scenario
+from mqcluster_testing.operator.realplane.controlplane import Kube
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -108,8 +107,7 @@ async def test_operator_follows_a_sigkilled_master_process(
 
     from mqcluster_testing import child_env
     from mqcluster_testing.controller.standin import StandInBroker
-
-    from .failover import CLUSTER
+    from mqcluster_testing.operator.failover import CLUSTER
 
     async with failover_scenario(tmp_path, kube_crds, kube_namespace) as sc:
         name, ips = "broker-k", ["127.0.0.40", "127.0.0.41"]

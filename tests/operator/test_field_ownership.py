@@ -16,8 +16,7 @@ import pytest_asyncio
 
 from mqcluster_operator.conditions import FOLLOWER, RECONCILER, set_condition
 from mqcluster_operator.k8s import APPLY_PATCH, Api, ApiError, Ref
-
-from .emulator import TEST_CLIENT, Emulator
+from mqcluster_testing.operator.emulator import TEST_CLIENT, Emulator
 
 pytestmark = pytest.mark.asyncio
 

@@ -29,8 +29,9 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from mqcluster_testing.operator.realplane.controlplane import Kube, KubeApi
+
 from .chart_tools import kinds, template
-from .realplane.controlplane import Kube, KubeApi
 from .test_chart_operator_real import install_chart_objects
 from .test_images_run import images, local_image, podman, port  # noqa: F401  (images: fixture)
 

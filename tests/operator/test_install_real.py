@@ -17,10 +17,11 @@ import pytest
 import yaml
 
 # The real control plane's test support (tests/operator/realplane: fixtures, node agent).
-pytest.importorskip("tests.operator.realplane.controlplane",
+pytest.importorskip("mqcluster_testing.operator.realplane.controlplane",
                     reason="tests/operator/realplane is not in this checkout")
+from mqcluster_testing.operator.realplane.controlplane import Kube
+
 from .chart_tools import CHART, kinds
-from .realplane.controlplane import Kube
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 from mqcluster_operator.k8s import Api
-
-from .emulator import Emulator
+from mqcluster_testing.operator.emulator import Emulator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

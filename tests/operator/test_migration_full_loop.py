@@ -23,11 +23,10 @@ from mqcluster_operator.follow.election_probes import ProbeTarget, default_probe
 from mqcluster_operator.follow.epochs_plan import ReplicaEpochs
 from mqcluster_operator.follow.migration_driver import AdminDriver
 from mqcluster_operator.k8s import Ref
-
-from .kopf_harness import Cluster, FakeClusters, Harness, running_operator
-from .realplane.cluster import real_cluster
-from .realplane.controlplane import Kube
-from .realplane.node_agent import NodeAgent
+from mqcluster_testing.operator.kopf_harness import Cluster, FakeClusters, Harness, running_operator
+from mqcluster_testing.operator.realplane.cluster import real_cluster
+from mqcluster_testing.operator.realplane.controlplane import Kube
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -14,9 +14,8 @@ import pytest
 
 from mqcluster_operator.manifests import Owner, build_controller
 from mqcluster_operator.models import ControllerSpec
-
-from .realplane.controlplane import KubeApi
-from .realplane.node_agent import NodeAgent
+from mqcluster_testing.operator.realplane.controlplane import KubeApi
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
 pytestmark = [pytest.mark.timeout(120)]
 

@@ -17,9 +17,9 @@ import pytest_asyncio
 from mqcluster_operator import names
 from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ReplicaState
 from mqcluster_operator.k8s import Ref
+from mqcluster_testing.operator.kopf_harness import FakeCluster, Harness, running_operator
 
 from .chart_tools import kinds, rules_of, template
-from .kopf_harness import FakeCluster, Harness, running_operator
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
 

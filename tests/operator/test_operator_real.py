@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from mqcluster_operator.k8s import Ref
-
-from .kopf_harness import Harness, running_operator
-from .realplane.cluster import kube_cluster
-from .realplane.controlplane import Kube
+from mqcluster_testing.operator.kopf_harness import Harness, running_operator
+from mqcluster_testing.operator.realplane.cluster import kube_cluster
+from mqcluster_testing.operator.realplane.controlplane import Kube
 
 pytestmark = [pytest.mark.timeout(120)]
 

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 # The real control plane's test support (tests/operator/realplane: fixtures, node agent).
-pytest.importorskip("tests.operator.realplane.controlplane",
+pytest.importorskip("mqcluster_testing.operator.realplane.controlplane",
                     reason="tests/operator/realplane is not in this checkout")
-from .real_operator import BG, OperatorRun, operator_on
-from .realplane.controlplane import Kube
-from .realplane.node_agent import NodeAgent
+from mqcluster_testing.operator.real_operator import BG, OperatorRun, operator_on
+from mqcluster_testing.operator.realplane.controlplane import Kube
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
 pytestmark = [pytest.mark.timeout(300)]
 

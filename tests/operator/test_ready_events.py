@@ -19,8 +19,8 @@ from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.follow.election_poller import SharedPoller
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.readiness import Coalescer, Tracker, owner_of, pod_signature
+from mqcluster_testing.operator.kopf_harness import Harness, running_operator
 
-from .kopf_harness import Harness, running_operator
 from .test_operator import BG, MQC, Ns
 
 pytestmark = [pytest.mark.timeout(120)]

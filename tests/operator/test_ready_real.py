@@ -20,17 +20,24 @@ import aiohttp
 import pytest
 
 # The real control plane's test support (tests/operator/realplane: fixtures, node agent).
-pytest.importorskip("tests.operator.realplane.controlplane",
+pytest.importorskip("mqcluster_testing.operator.realplane.controlplane",
                     reason="tests/operator/realplane is not in this checkout")
 from mqcluster_operator import names
 from mqcluster_operator.follow.election_plan import MASTER_ROLES
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.models import BrokerGroupSpec
 from mqcluster_operator.names import API_VERSION
-
-from .real_operator import BG, MQC, PODS, OperatorRun, condition, operator_on, pod_ready
-from .realplane.controlplane import Kube, KubeApi
-from .realplane.node_agent import NodeAgent
+from mqcluster_testing.operator.real_operator import (
+    BG,
+    MQC,
+    PODS,
+    OperatorRun,
+    condition,
+    operator_on,
+    pod_ready,
+)
+from mqcluster_testing.operator.realplane.controlplane import Kube, KubeApi
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
 pytestmark = [pytest.mark.timeout(300)]
 NEVER = 3600.0  # a resync or health poll that never comes within a test

@@ -12,9 +12,9 @@ import pytest
 
 from mqcluster.admin import commands
 from mqcluster.client.admin import AdminClient
+from mqcluster_testing.operator.realplane.controlplane import Kube
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
-from .realplane.controlplane import Kube
-from .realplane.node_agent import NodeAgent
 from .test_migration_full_loop import Loop, running_loop, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from .realplane.controlplane import Kube
-from .realplane.node_agent import NodeAgent
-from .upgrade_scenario import (
+from mqcluster_testing.operator.realplane.controlplane import Kube
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
+from mqcluster_testing.operator.upgrade_scenario import (
     create_group,
     report,
     running,

@@ -1,4 +1,7 @@
-"""Start, inspect and stop the processes of a local plan; state in a directory."""
+"""Start, inspect and stop the processes of a local plan; state in a directory.
+
+How a program is started here (``PROGRAMS``, ``write_config``, ``command``) is shared with
+the test support's kubelet and node agent, which run pods' containers the same way."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -18,6 +21,32 @@ from .plan import LocalProcess
 
 STATE = "state.json"
 BOOT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a pod's container command (``mqbroker``, ...) runs here, and the line it prints
+    once it serves."""
+
+    module: str
+    boot_marker: str
+
+
+PROGRAMS = {
+    "mqnamesrv": Program("mqcluster.namesrv.main", "boot success"),
+    "mqcontroller": Program("mqcluster.controller.main", " started on "),  # "<id> started on"
+    "mqbroker": Program("mqcluster.broker.main", "boot success"),
+}
+
+
+def write_config(path: Path, props: Mapping[str, str]) -> None:
+    """The properties file a program reads with ``-c``: one ``key=value`` a line."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def command(module: str, conf: Path) -> list[str]:
+    """This interpreter running ``module`` on the properties file ``conf``."""
+    return [sys.executable, "-m", module, "-c", str(conf)]
 
 
 @dataclass
@@ -73,11 +102,11 @@ class LocalCluster:
         conf_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
         conf = conf_dir / f"{proc.name}.conf"
-        conf.write_text("".join(f"{k}={v}\n" for k, v in proc.props.items()))
+        write_config(conf, proc.props)
         log = log_dir / f"{proc.name}.log"
         with log.open("ab") as out:
             child = subprocess.Popen(
-                [sys.executable, "-m", proc.module, "-c", str(conf)],
+                command(proc.module, conf),
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         running = Running(proc.name, proc.kind, proc.group, proc.ip, child.pid, str(log),

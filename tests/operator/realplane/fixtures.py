@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from .controlplane import Kube, KubeApi, control_plane, kit_missing
-from .mirror import Mirror
-from .node_agent import NodeAgent
+from mqcluster_testing.operator.realplane.controlplane import (
+    Kube,
+    KubeApi,
+    control_plane,
+    kit_missing,
+)
+from mqcluster_testing.operator.realplane.mirror import Mirror
+from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,6 @@ from typing import Any
 import aiohttp.web
 import attrs
 import kmock
-from kmock._internal import apps, dsl, enums, rendering
-from kmock._internal.dicts import merge_patch_dict
 
 from . import apiserver
 
@@ -70,27 +68,27 @@ def matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
-def accepts(view: dsl.View, request: rendering.Request) -> bool:
+def accepts(view: kmock.View, request: kmock.Request) -> bool:
     """Whether ``request`` (the one being served) is seen by ``view``, without kmock's scan.
 
     kmock answers ``request in view`` by filtering the whole request history; for the
     chains of filters and priorities our reactions use, checking the criteria suffices.
     """
-    if isinstance(view, dsl.Root):
+    if isinstance(view, kmock.Root):
         return True
-    if isinstance(view, dsl.Filter):
+    if isinstance(view, kmock.Filter):
         return bool(view.criteria(request)) and accepts(view._source, request)
-    if isinstance(view, dsl.Priority):
+    if isinstance(view, kmock.Priority):
         return accepts(view._source, request)
     return request in view
 
 
-class FastMatching(apps.RawHandler):
+class FastMatching(kmock.RawHandler):
     """RawHandler's payload selection with ``accepts`` instead of a history scan."""
 
     __slots__ = ()
 
-    async def _handle(self, request: rendering.Request) -> Any:
+    async def _handle(self, request: kmock.Request) -> Any:
         priorities = [tuple(-p for p in payload.priorities) for payload in self._payloads]
         width = max((len(p) for p in priorities), default=0)
         padded = [p + (0,) * (width - len(p)) for p in priorities]
@@ -99,7 +97,8 @@ class FastMatching(apps.RawHandler):
             if accepts(payload._source, request) and not payload._disabled.is_set():
                 try:
                     return await payload(request)
-                except rendering.ReactionMismatchError:
+                # kmock exports it at its top level, though not in __all__
+                except kmock.ReactionMismatchError:  # type: ignore[attr-defined]
                     payload._disabled.set()
                 except NotImplementedError:
                     pass
@@ -141,28 +140,28 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
                 return "status" in RESOURCES[key].get("subresources", set())
         return False
 
-    def _stored(self, request: rendering.Request) -> dict[str, Any] | None:
-        key = (request.resource, request.namespace, request.name)
+    def _stored(self, request: kmock.Request) -> dict[str, Any] | None:
+        key: Any = (request.resource, request.namespace, request.name)
         if request.resource is None or key not in self.objects:
             return None
         obj = self.objects[key]
         return None if obj.deleted else dict(obj.raw)
 
-    async def _serve_fetch(self, request: rendering.Request) -> rendering.Payload:
+    async def _serve_fetch(self, request: kmock.Request) -> kmock.Payload:
         """One object by name: a dict lookup (kmock scans every object)."""
-        key = (request.resource, request.namespace, request.name)
+        key: Any = (request.resource, request.namespace, request.name)
         if request.resource is None or request.name is None or key not in self.objects:
             return await super()._serve_fetch(request)
         obj = self.objects[key]
         if obj.deleted:
             raise kmock.KubernetesObjectNotFoundError()
-        payload: rendering.Payload = obj.raw
+        payload: kmock.Payload = obj.raw
         return payload
 
-    def _prepare(self, request: rendering.Request) -> None:
+    def _prepare(self, request: kmock.Request) -> None:
         """Rewrite the request's data in place (kmock's filters track requests by identity)."""
         data = copy.deepcopy(request.data) if isinstance(request.data, dict) else request.data
-        if request.action == enums.action.CREATE and isinstance(data, dict):
+        if request.action == kmock.action.CREATE and isinstance(data, dict):
             meta = data.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
@@ -172,11 +171,11 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
                 meta["namespace"] = request.namespace
             if self._has_status(request.resource):
                 data.pop("status", None)
-        elif request.action == enums.action.UPDATE and isinstance(data, list):
+        elif request.action == kmock.action.UPDATE and isinstance(data, list):
             self._check_json_patch(request, data)
             version = str(next(self._versions))
             data = [*data, {"op": "add", "path": "/metadata/resourceVersion", "value": version}]
-        elif request.action == enums.action.UPDATE and isinstance(data, dict):
+        elif request.action == kmock.action.UPDATE and isinstance(data, dict):
             current = self._stored(request) or {}
             self._check_version(self._stored(request), data)
             key = (request.resource, request.namespace, request.name)
@@ -184,7 +183,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
                                   request.params.get("fieldManager") or "", data)
             kind = self._kind(request.resource)
             changes = apiserver.immutable_changes(
-                kind, current, dict(merge_patch_dict(current, data)))
+                kind, current, dict(apiserver.merge_patch(current, data)))
             if current and changes:
                 raise kmock.KubernetesError(
                     status=422, reason="Invalid",
@@ -197,7 +196,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             data["metadata"] = meta
             meta["resourceVersion"] = str(next(self._versions))
             if "spec" in data:
-                new_spec = merge_patch_dict(current.get("spec") or {}, data["spec"] or {})
+                new_spec = apiserver.merge_patch(current.get("spec") or {}, data["spec"] or {})
                 if new_spec != current.get("spec"):
                     generation = (current.get("metadata") or {}).get("generation", 1)
                     meta["generation"] = generation + 1
@@ -205,7 +204,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             return
         object.__setattr__(request, "data", data)
 
-    def _check_json_patch(self, request: rendering.Request, ops: list[Any]) -> None:
+    def _check_json_patch(self, request: kmock.Request, ops: list[Any]) -> None:
         """JSON-patch ``test`` ops fail with 422, as the API server answers a stale write."""
         current: Any = self._stored(request) or {}
         for op in ops:
@@ -231,7 +230,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             if history is not None and len(history) > 2 * keep:
                 del history[:-keep]
 
-    async def _handle(self, request: rendering.Request) -> Any:
+    async def _handle(self, request: kmock.Request) -> Any:
         self._forget_old_requests()
         if request.resource is not None:
             self._record_verb(request)
@@ -246,7 +245,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
                 return await self._render_error(exc)
         return await super()._handle(request)
 
-    def _record_verb(self, request: rendering.Request) -> None:
+    def _record_verb(self, request: kmock.Request) -> None:
         method = str(request.method.value if request.method else "").upper()
         if method == "GET":
             watching = request.params.get("watch") in ("true", "1")
@@ -269,7 +268,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
                 return str(info["kind"])
         return ""
 
-    async def _server_side_apply(self, request: rendering.Request) -> None:
+    async def _server_side_apply(self, request: kmock.Request) -> None:
         """``apply-patch+yaml``: compute the object as the API server would; kmock then
         stores it as the merge patch from the live object (nothing when nothing changed)."""
         manager = request.params.get("fieldManager")
@@ -359,7 +358,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
             }, status=exc.status)
         return await super()._render_error(exc)
 
-    async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
+    async def _serve_list(self, request: kmock.Request) -> kmock.Payload:
         known = request.resource in KNOWN
         result: Any
         if known:
@@ -378,7 +377,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
                 item for item in result["items"]
                 if matches((item.get("metadata") or {}).get("labels") or {}, selector)
             ]
-        payload: rendering.Payload = result
+        payload: kmock.Payload = result
         return payload
 
     def live(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -399,7 +398,7 @@ class Emulator(kmock.KubernetesEmulator, FastMatching):
 INTEGER_PARAMS = ("timeoutSeconds", "limit", "gracePeriodSeconds")
 
 
-def check_integer_params(request: rendering.Request) -> None:
+def check_integer_params(request: kmock.Request) -> None:
     """The API server parses these query parameters as integers (strconv.ParseInt):
     ``timeoutSeconds=300.0`` gets a 400, as kopf's float watch timeout once did."""
     for name in INTEGER_PARAMS:
@@ -414,10 +413,10 @@ def check_integer_params(request: rendering.Request) -> None:
                 message=f'strconv.ParseInt: parsing "{raw}": invalid syntax') from None
 
 
-def is_apply(request: rendering.Request) -> bool:
+def is_apply(request: kmock.Request) -> bool:
     content_type = next(
         (v for k, v in request.headers.items() if k.lower() == "content-type"), "")
-    return (request.action == enums.action.UPDATE and request.name is not None
+    return (request.action == kmock.action.UPDATE and request.name is not None
             and str(content_type).startswith("application/apply-patch"))
 
 

@@ -197,6 +197,21 @@ def take_update(managed: dict[str, set[Path]], manager: str, patch: Any) -> None
     managed.setdefault(manager, set()).update(fields)
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """``patch`` applied to ``target`` as a JSON merge patch (RFC 7386), as the API server
+    applies ``application/merge-patch+json``: ``None`` removes a key, objects merge key by
+    key, anything else (lists included) replaces. Neither argument is changed."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
 def immutable_changes(kind: str, live: Obj, new: Obj) -> list[str]:
     if kind != "StatefulSet":
         return []

@@ -5,7 +5,8 @@ The container's start script (``cat <conf dir>/<file> ... > ...; exec <tool> -c 
 names the ConfigMap key and the program; the pod's properties are rendered from the
 ConfigMap as the script would concatenate them, then made local (``localize``): each
 pod listens on its own 127.n.0.x address, its data under its own directory. Init
-containers (``python -m ...`` commands) run first.
+containers (``python -m ...`` commands) run first. The program is started as
+``mqcluster local up`` starts it (``mqcluster_operator.local.runner``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,9 @@ from typing import Any
 
 from mqcluster_operator import names
 from mqcluster_operator.local.plan import localize, pod_configs
+from mqcluster_operator.local.runner import PROGRAMS, command, write_config
 from mqcluster_operator.manifests import pods as pod_manifests
 from mqcluster_testing.broker.procs import Proc
-
-MODULES = {"mqbroker": "mqcluster.broker.main", "mqnamesrv": "mqcluster.namesrv.main",
-           "mqcontroller": "mqcluster.controller.main"}
-BOOT_MARKERS = {"mqbroker": "boot success", "mqnamesrv": "boot success",
-                "mqcontroller": " started on "}  # "mqcontroller n0 started on <addr>"
 
 
 def ip_prefix() -> str:
@@ -99,10 +96,10 @@ async def start_process(
     for init in pod_spec.get("initContainers") or []:
         await run_init(init, root)
     conf_path = root / "pod.conf"
-    conf_path.write_text("".join(f"{k}={v}\n" for k, v in local.items()))
-    proc = Proc(pod, [sys.executable, "-m", MODULES[container.tool], "-c", str(conf_path)],
-                root / "pod.log")
-    await proc.start(BOOT_MARKERS[container.tool])
+    write_config(conf_path, local)
+    program = PROGRAMS[container.tool]
+    proc = Proc(pod, command(program.module, conf_path), root / "pod.log")
+    await proc.start(program.boot_marker)
     return proc
 
 
