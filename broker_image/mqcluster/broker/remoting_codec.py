@@ -3,32 +3,9 @@
 Request and response *headers* travel in the frame's ``extFields`` (see
 ``broker.protocol``). Message *bodies* travel in the frame body:
 
-SEND_MESSAGE (10) / SEND_MESSAGE_V2 (310)
-    frame body = the message body, unchanged. Tags, keys and user properties
-    are in the ``properties`` header (``i`` in V2), RocketMQ's string form:
-    ``name\\x01value\\x02name\\x01value\\x02``; tags under ``TAGS``, keys under
-    ``KEYS`` separated by spaces.
-
-SEND_BATCH_MESSAGE (320): the frame body is a sequence of, big-endian,
-    RocketMQ's batch layout::
-
-        totalSize(4) magicCode(4) bodyCRC(4) flag(4) bodyLen(4) body
-        propertiesLen(2) properties
-
-    ``totalSize`` counts the whole entry including itself; ``bodyCRC`` is the
-    zlib CRC-32 of the body (0 means "not given"); ``magicCode`` is ignored.
-
-PULL_MESSAGE (11) response: the frame body is a sequence of, big-endian::
-
-        totalSize(4) magicCode(4)=0xDAA320A7 bodyCRC(4) queueId(4) flag(4)
-        queueOffset(8) commitlogOffset(8) sysFlag(4) bornTimestamp(8)
-        bornHostLen(1) bornHost storeTimestamp(8) storeHostLen(1) storeHost
-        reconsumeTimes(4) preparedTransactionOffset(8) bodyLen(4) body
-        topicLen(2) topic propertiesLen(2) properties
-        msgIdLen(1) msgId offsetMsgIdLen(1) offsetMsgId
-
-    strings are UTF-8; hosts are ``ip:port``; ``msgId`` is the producer's
-    unique key when it set one, else ``offsetMsgId``.
+SEND_MESSAGE (10) / SEND_MESSAGE_V2 (310) carry the message body as it is,
+SEND_BATCH_MESSAGE (320) RocketMQ's batch entries, and PULL_MESSAGE (11) answers a
+sequence of messages with their store fields: docs/formats.md, "Broker message bodies".
 """
 
 from __future__ import annotations

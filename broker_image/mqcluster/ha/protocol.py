@@ -1,11 +1,6 @@
-"""The HA stream of controller mode (RIP-44), big-endian, as pure codecs.
+"""The HA stream of controller mode (RIP-44) as pure codecs.
 
-slave -> master, handshake:   state(4) flags(4) slaveBrokerId(8)
-slave -> master, ack:         state(4) maxOffset(8)
-master -> slave, handshake:   state(4) bodySize(4) maxOffset(8) epoch(4) + entries
-                              (each epoch(4) startOffset(8))
-master -> slave, transfer:    state(4) bodySize(4) offset(8) epoch(4)
-                              epochStartOffset(8) confirmOffset(8) + body
+The frames (handshakes both ways, transfer, ack): docs/formats.md, "HA stream".
 
 ``state`` is the sender's HAConnectionState. A transfer with an empty body is a
 heartbeat. Decoders take bytes as they arrive (``feed``) and return whole frames;

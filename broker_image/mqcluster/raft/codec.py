@@ -3,11 +3,8 @@
 Every message type has its own request code in 2001-2009 and travels as a
 one-way request (Raft answers are messages of their own). Scalar fields go in
 ``extFields`` as strings; log entries and snapshots go in the body as packed
-binary, so a batch of 1 KiB entries costs one copy, not a JSON/base64 pass:
-
-    entries:  repeated log records, exactly as on disk (``diskformat``):
-              length(4) crc32(4) index(8) term(8) type(1) data
-    snapshot: meta_length(4) meta(JSON) data
+binary, so a batch of entries costs one copy, not a JSON/base64 pass (docs/formats.md,
+"Raft messages": entries are log records exactly as on disk).
 
 Every record's CRC is checked on receipt; ``EntriesBodyCache`` keeps the
 checked (or freshly encoded) record bytes so the leader's disk write and its

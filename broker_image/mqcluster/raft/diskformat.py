@@ -1,19 +1,11 @@
 """Byte layouts of the durable files: log records, hard state and snapshot.
 
-Log record (big-endian), the same bytes in a segment file and in the body of
-an AppendRequest, so a batch is encoded once and a follower writes what it
-received (after checking each record's CRC)::
-
-    length(4) crc32(4) index(8) term(8) type(1) data
-
-``length`` counts index..data; the CRC covers the same bytes.
-
-Both start with a 4-byte magic and a CRC32 of everything after the CRC, so a
-damaged file is reported instead of being trusted. They are replaced
-atomically (see ``mqcluster.common.files.atomic_write``), so there is no torn-write case.
-
-    hardstate: b"MQHS" crc(4) json{"term", "votedFor"}
-    snapshot:  b"MQSN" crc(4) meta_len(4) json{"index", "term", "voters", "learners"} data
+The layouts: docs/formats.md, "Raft log on disk". A log record is the same bytes in a
+segment file and in the body of an AppendRequest, so a batch is encoded once and a
+follower writes what it received (after checking each record's CRC). The hard state and
+the snapshot start with a magic and a CRC, so a damaged file is reported instead of being
+trusted; they are replaced atomically (``mqcluster.common.files.atomic_write``), so there
+is no torn-write case.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """Commitlog store, consume queues, checkpoint, epoch file and the config JSON files.
 
-On-disk layout under ``storePathRootDir`` (as RocketMQ's):
-
-    commitlog/<20-digit start offset>      fixed-size segments of message records
-    consumequeue/<topic>/<queueId>/<20-digit byte offset>   20-byte entries
-    consumequeue/queues.json              which consume queues exist (rebuild detection)
-    config/topics.json, subscriptionGroup.json, consumerOffset.json (+ .bak)
-    checkpoint                             flushed offsets and timestamps
-    storeLayout.json                       segment sizes the files were written with
-    commitlog.damaged/<offset>-<time>      bytes recovery cut off after damage, kept
-    epochFileCheckpoint                    controller-mode epochs (``epoch_file``)
-    abort                                  present while the store is open
-    lock                                   who has the store open (every directory the
-                                           store writes is flocked: ``lockfile``)
+The files under ``storePathRootDir`` (as RocketMQ's) and their layouts:
+docs/formats.md, "Broker store".
 """
 
 from mqcluster.store.api import MessageStore

@@ -1,4 +1,6 @@
-"""The ``checkpoint`` file: how far the commitlog and consume queues are known to be on disk."""
+"""The ``checkpoint`` file: how far the commitlog and consume queues are known to be on disk.
+
+Its layout: docs/formats.md, "Checkpoint"."""
 
 from __future__ import annotations
 

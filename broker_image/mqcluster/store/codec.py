@@ -1,12 +1,7 @@
-"""Commitlog record layout (big-endian), encoding and parsing.
+"""Commitlog records, encoding and parsing.
 
-    totalSize 4 | magic 4 | crc 4 | queueId 4 | flag 4 | queueOffset 8 | physicalOffset 8 |
-    sysFlag 4 | bornTimestamp 8 | storeTimestamp 8 | reconsumeTimes 4 | preparedTxOffset 8 |
-    bornHost 1+n | storeHost 1+n | body 4+n | topic 2+n | properties 2+n
-
-``crc`` is the CRC32 of every byte after it (so it covers the body and the properties).
-A blank record (``totalSize`` = bytes left in the segment, ``magic`` = BLANK_MAGIC) pads
-the end of a segment when the next message does not fit.
+The record layout, its CRC and the blank record that pads a segment's end:
+docs/formats.md, "Commitlog record".
 """
 
 from __future__ import annotations

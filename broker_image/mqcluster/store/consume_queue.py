@@ -1,4 +1,4 @@
-"""One consume queue: fixed 20-byte entries (commitlog offset 8, size 4, tag hash 8).
+"""One consume queue: fixed 20-byte entries (docs/formats.md, "Consume queue entry").
 
 Files live in ``consumequeue/<topic>/<queueId>/`` and are named by the byte offset of
 their first entry, as RocketMQ does. Entry ``n`` sits at byte ``20 * n``. A queue whose

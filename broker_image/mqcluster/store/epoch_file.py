@@ -2,13 +2,8 @@
 
 The end offset of an entry is the start offset of the next one; the last entry's end is
 open (``OPEN_END``) until the caller closes it with the commitlog's max offset. The file
-is text, persisted atomically with a CRC so a torn write is never mistaken for data:
-
-    0                 (version)
-    <count>
-    <crc32 of the entry lines, hex>
-    <epoch> <startOffset>
-    ...
+is text, persisted atomically with a CRC so a torn write is never mistaken for data
+(docs/formats.md, "Epoch file").
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Checked before anything is written, so a wrong setting or a damaged directory stops
 the store with one line naming the file, and the files stay as they were. The segment
-sizes the store was written with are recorded in ``storeLayout.json``; a store made
+sizes the store was written with are recorded in ``storeLayout.json`` (docs/formats.md,
+"storeLayout.json"); a store made
 before that record existed has them inferred from its files (all but the last segment
 are full, and every segment is created at full size).
 """

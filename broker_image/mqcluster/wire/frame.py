@@ -1,11 +1,7 @@
 """Pure codec for remoting frames: ``feed(bytes) -> commands``, ``encode(command) -> bytes``.
 
-Layout (big-endian), as RocketMQ's remoting protocol with JSON headers:
-
-    total_length(4) header_length(4) header(JSON) body
-
-``total_length`` counts everything after itself. The high byte of
-``header_length`` is the serialize type; only 0 (JSON) is accepted.
+The frame is RocketMQ's remoting frame with JSON headers: docs/formats.md,
+"Remoting frame".
 """
 
 from __future__ import annotations
