@@ -1,8 +1,8 @@
 """The event loop the server processes run on: uvloop, or asyncio's own.
 
 uvloop runs the loop, its transports and its timers in C: a replicated master spends
-about a tenth less CPU per request on it (``python -m bench peers`` prints the CPU per
-message of every process). ``MQCLUSTER_EVENT_LOOP=asyncio`` selects asyncio's loop
+less CPU per request on it (``python -m bench peers`` prints the CPU per message of
+every process). ``MQCLUSTER_EVENT_LOOP=asyncio`` selects asyncio's loop
 instead; where uvloop is not installed (it has no Windows build) that is the loop in
 any case.
 """

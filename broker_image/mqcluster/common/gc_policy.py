@@ -3,9 +3,10 @@
 A server's per-request objects are freed by reference counting: they make almost no
 reference cycles. CPython still runs a young-generation collection after every 700 net
 container allocations, promotes the requests then in flight, and now and then scans
-every object alive in a full collection (30-40 ms on a broker). On a replicated master
-with 64 sends outstanding that cost about 3 CPU us per message (``python -m bench
-peers``). So the servers collect the young generation far less often, and move what
+every object alive in a full collection, which stalls a broker for tens of
+milliseconds; on a replicated master under load that is CPU spent on every message
+(``python -m bench peers`` prints the CPU per message). So the servers collect the
+young generation far less often, and move what
 start-up built into the permanent generation (``gc.freeze``), where full collections
 no longer scan it.
 

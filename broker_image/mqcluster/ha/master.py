@@ -57,7 +57,7 @@ class HAMasterOptions:
     transfer_batch: int = 1024 * 1024
     """Bytes per data frame, at most. With ``frames_in_flight`` it bounds what is on its
     way to a slave: it must exceed what producers append in one turn of the master's
-    event loop (the bench's 64 batches of 32 KiB), or the window caps throughput."""
+    event loop, or the window caps throughput."""
     frames_in_flight: int = 4
     """Data frames sent to a slave and not yet acknowledged, at most: a small window
     lets frames grow with the load (one append, ack and dispatch on the slave for many

@@ -23,8 +23,8 @@ from typing import Any
 
 class CoalescingWriter:
     # max_frames=32: 64 sends outstanding reach the broker as two groups it stores
-    # together; with 16 the leader spent about 10% more CPU per message, and with 64
-    # the two sides took turns (alternating rounds of the peers bench).
+    # together; with 16 the leader spent more CPU per message, and with 64 the two
+    # sides took turns (alternating rounds: python -m bench peers).
     def __init__(self, writer: asyncio.StreamWriter, max_pending: int = 256 * 1024,
                  max_frames: int = 32) -> None:
         self._writer = writer
