@@ -6,15 +6,16 @@ from dataclasses import dataclass, field
 
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.long_poll import ArrivalNotifier
-from mqcluster.broker.protocol import BrokerResponseCode, PullMessageRequestHeader
+from mqcluster.broker.messaging.refusal import Refusal
+from mqcluster.broker.remoting_status import REFUSAL_CODES
 from mqcluster.broker.request_checks import names_rejection
-from mqcluster.broker.topic_service import TopicRejection, TopicService
+from mqcluster.broker.topic_service import TopicService
+from mqcluster.protocol.broker import BrokerResponseCode, PullMessageRequestHeader
 from mqcluster.store.filter import TagFilter
 from mqcluster.store.message import GetResult, GetStatus, StoredMessage
 
 FLAG_COMMIT_OFFSET = 0x1
 MAX_SUSPEND_SECONDS = 30.0
-SUBSCRIPTION_PARSE_FAILED = 23
 
 GET_STATUS_CODES: dict[GetStatus, int] = {
     GetStatus.FOUND: BrokerResponseCode.SUCCESS,
@@ -52,9 +53,10 @@ class PullService:
         bad = names_rejection(h.topic, h.consumerGroup)
         if bad is not None:
             return PullOutcome(bad.code, bad.remark)
-        topic = self.topics.for_read(h.topic)
-        if isinstance(topic, TopicRejection):
-            return PullOutcome(topic.code, topic.remark)
+        try:
+            topic = self.topics.access.for_read(h.topic)
+        except Refusal as refusal:
+            return PullOutcome(REFUSAL_CODES[refusal.reason], refusal.remark)
         if h.queueId >= topic.readQueueNums:
             return PullOutcome(
                 BrokerResponseCode.INVALID_REQUEST,
@@ -78,7 +80,7 @@ class PullService:
             )
         if h.expressionType.upper() != "TAG":
             return PullOutcome(
-                SUBSCRIPTION_PARSE_FAILED,
+                BrokerResponseCode.SUBSCRIPTION_PARSE_FAILED,
                 f"expressionType {h.expressionType!r} is not supported; use TAG",
             )
         tag_filter = TagFilter.of(h.subscription or "*")

@@ -6,11 +6,12 @@ import functools
 from dataclasses import dataclass
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.protocol import BrokerResponseCode
-from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
+from mqcluster.broker.messaging.access import TopicAccess
+from mqcluster.broker.messaging.naming import AUTO_CREATE_TOPIC_KEY
+from mqcluster.protocol.broker import BrokerResponseCode
+from mqcluster.store.topic_config import TopicConfig
 from mqcluster.store.validation import group_name_problem, topic_name_problem
 
-AUTO_CREATE_TOPIC_KEY = "TBW102"
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY})
 
 
@@ -38,71 +39,19 @@ def check_group_name(group: str, what: str = "consumer group") -> TopicRejection
 
 
 class TopicService:
+    """The remoting front end's topic table: lookups and auto-creation under the broker's
+    rules (``access``, shared with the message service), and the admin's changes."""
+
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-
-    @property
-    def _where(self) -> str:
-        return f"broker {self.ctx.broker_name} ({self.ctx.addresses.broker})"
-
-    def for_write(
-        self, topic: str, queue_nums_hint: int | None = None
-    ) -> TopicConfig | TopicRejection:
-        """The topic's config, auto-created when allowed, or why it cannot be written."""
-        bad = check_topic_name(topic)
-        if bad is not None:
-            return bad
-        if topic in SYSTEM_TOPICS:
-            return TopicRejection(
-                BrokerResponseCode.NO_PERMISSION, f"topic {topic!r} is a system topic"
-            )
-        if not self.ctx.role.is_master:
-            return TopicRejection(
-                BrokerResponseCode.SERVICE_NOT_AVAILABLE,
-                f"{self._where} is a slave and does not accept messages",
-            )
-        if not self.ctx.config.brokerPermission & PERM_WRITE:
-            return TopicRejection(
-                BrokerResponseCode.NO_PERMISSION, f"{self._where} forbids writes (brokerPermission)"
-            )
-        cfg = self.ctx.store.topics.get(topic)
-        if cfg is None:
-            if not self.ctx.config.autoCreateTopicEnable:
-                return TopicRejection(
-                    BrokerResponseCode.TOPIC_NOT_EXIST,
-                    f"topic {topic!r} does not exist on {self._where} and "
-                    "autoCreateTopicEnable=false; create it first (mqadmin updateTopic)",
-                )
-            cfg = self.create(topic, queue_nums_hint)
-        if not cfg.writable:
-            return TopicRejection(
-                BrokerResponseCode.NO_PERMISSION, f"topic {topic!r} is not writable (perm)"
-            )
-        return cfg
-
-    def for_read(self, topic: str) -> TopicConfig | TopicRejection:
-        if not self.ctx.config.brokerPermission & PERM_READ:
-            return TopicRejection(
-                BrokerResponseCode.NO_PERMISSION, f"{self._where} forbids reads (brokerPermission)"
-            )
-        cfg = self.ctx.store.topics.get(topic)
-        if cfg is None:
-            return TopicRejection(
-                BrokerResponseCode.TOPIC_NOT_EXIST,
-                f"topic {topic!r} does not exist on {self._where}",
-            )
-        if not cfg.readable:
-            return TopicRejection(
-                BrokerResponseCode.NO_PERMISSION, f"topic {topic!r} is not readable (perm)"
-            )
-        return cfg
+        self.access = TopicAccess(
+            ctx.store.topics, lambda: ctx.config,
+            where=f"broker {ctx.broker_name} ({ctx.addresses.broker})",
+            broker_permission=lambda: ctx.config.brokerPermission,
+            is_master=lambda: ctx.role.is_master, on_created=ctx.topics_changed)
 
     def create(self, topic: str, queue_nums_hint: int | None = None) -> TopicConfig:
-        default = self.ctx.config.defaultTopicQueueNums
-        nums = min(queue_nums_hint, default) if queue_nums_hint and queue_nums_hint > 0 else default
-        cfg = self.ctx.store.topics.create_if_absent(topic, nums)
-        self.ctx.topics_changed()
-        return cfg
+        return self.access.create(topic, queue_nums_hint)
 
     def put(self, cfg: TopicConfig) -> None:
         self.ctx.store.topics.put(cfg)

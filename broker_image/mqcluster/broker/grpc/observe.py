@@ -6,22 +6,11 @@ from typing import Any
 
 
 class TrafficObserver:
-    """Counts stored and delivered messages; ``metrics`` is a ``BrokerMetrics`` or None."""
+    """Counts delivered messages and sends refused before the message service saw them
+    (it counts the rest); ``metrics`` is a ``BrokerMetrics`` or None."""
 
     def __init__(self, metrics: Any | None) -> None:
         self._m = metrics
-        self._stored: dict[str, tuple[Any, Any]] = {}
-
-    def stored(self, topic: str, size: int) -> None:
-        if self._m is not None:
-            children = self._stored.get(topic)
-            if children is None:
-                children = self._stored[topic] = (
-                    self._m.messages_in.labels(**self._m.labels, topic=topic),
-                    self._m.bytes_in.labels(**self._m.labels, topic=topic),
-                )
-            children[0].inc()
-            children[1].inc(size)
 
     def delivered(self, topic: str, size: int) -> None:
         if self._m is not None:

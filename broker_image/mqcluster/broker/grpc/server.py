@@ -200,6 +200,12 @@ def broker_permission(ctx: MessagingHost) -> int:
     return perm if isinstance(perm, int) else PERM_READ | PERM_WRITE
 
 
+def is_master(ctx: MessagingHost) -> bool:
+    """Whether this broker takes writes now; a host without a role (a test harness) does."""
+    role = getattr(ctx, "role", None)
+    return role.is_master if isinstance(role, ReplicaRole) else True
+
+
 def takes_over(old: ReplicaRole, new: ReplicaRole) -> bool:
     """Whether a role change makes this broker a master that another may have
     preceded: it was not master, or it is master in a new epoch."""
@@ -215,7 +221,8 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
         ctx.config, brokerName=ctx.broker_name, brokerClusterName=ctx.cluster_name,
         brokerId=ctx.broker_id)
     service = MessagingService(ctx.store, cfg, clock=clock, on_topic_created=ctx.topics_changed,
-                               broker_permission=lambda: broker_permission(ctx))
+                               broker_permission=lambda: broker_permission(ctx),
+                               is_master=lambda: is_master(ctx), metrics=ctx.metrics)
     await service.start()
     try:
         limit = inbound_limit(cfg)

@@ -18,11 +18,12 @@ from rocketmq.grpc_protocol import service_pb2 as spb
 from mqcluster.broker.grpc import convert
 from mqcluster.broker.grpc.observe import TrafficObserver
 from mqcluster.broker.grpc.routes import RouteProvider
+from mqcluster.broker.grpc.send_status import send_error
+from mqcluster.broker.messaging.access import Caller
 from mqcluster.broker.messaging.clients import ClientKind
 from mqcluster.broker.messaging.consume import PopRequest
 from mqcluster.broker.messaging.errors import Code, MessagingError
 from mqcluster.broker.messaging.naming import check_group, check_topic
-from mqcluster.broker.messaging.send import SendOutcome
 from mqcluster.broker.messaging.service import MessagingService
 
 log = logging.getLogger(__name__)
@@ -116,21 +117,24 @@ class MessagingServicer:
             except MessagingError as exc:
                 parsed.append(exc)  # type: ignore[arg-type]
         valid = [m for m in parsed if not isinstance(m, MessagingError)]
-        results = iter(await self.service.send(valid) if valid else [])
+        caller = Caller(call.client_id)
+        results = iter(await self.service.send(valid, caller) if valid else [])
         entries = []
         for m in parsed:
-            outcome = m if isinstance(m, MessagingError) else next(results)
-            if isinstance(outcome, SendOutcome):
-                assert not isinstance(m, MessagingError)
-                self.observer.stored(m.topic, len(m.body))
+            if isinstance(m, MessagingError):  # (not decoded: the service never saw it)
+                self.observer.refused(m.code.name)
+                entries.append(spb.SendResultEntry(status=convert.error_status(m)))
+                continue
+            outcome = next(results)
+            error = send_error(outcome)
+            if error is None:
                 entries.append(spb.SendResultEntry(
                     status=convert.status(Code.OK), message_id=outcome.message_id,
-                    transaction_id=outcome.transaction_id, offset=outcome.offset,
+                    transaction_id=outcome.transaction_id, offset=outcome.queue_offset,
                     recall_handle=outcome.recall_handle,
                 ))
             else:
-                self.observer.refused(outcome.code.name)
-                entries.append(spb.SendResultEntry(status=convert.error_status(outcome)))
+                entries.append(spb.SendResultEntry(status=convert.error_status(error)))
         return spb.SendMessageResponse(status=combined_status([e.status for e in entries]),
                                        entries=entries)
 

@@ -10,8 +10,9 @@ from mqcluster.broker.handlers.pull import PullHandlers
 from mqcluster.broker.handlers.send import SendHandlers
 from mqcluster.broker.handlers.sync import SyncHandlers
 from mqcluster.broker.long_poll import ArrivalNotifier
+from mqcluster.broker.messaging.clock import SystemClock
+from mqcluster.broker.messaging.send import SendService
 from mqcluster.broker.pull_service import PullService
-from mqcluster.broker.send_service import SendService
 from mqcluster.broker.topic_service import TopicService
 from mqcluster.wire.rpc import HandlerRegistry
 
@@ -22,7 +23,9 @@ def build_registry(
     """Every broker request code, wired to its handler."""
     registry = registry or HandlerRegistry()
     topics = TopicService(ctx)
-    SendHandlers(SendService(ctx, topics)).register(registry)
+    sends = SendService(ctx.store, topics.access, limits=lambda: ctx.config, clock=SystemClock(),
+                        batches=ctx.store, metrics=ctx.metrics)
+    SendHandlers(sends).register(registry)
     PullHandlers(PullService(ctx, topics, arrivals)).register(registry)
     OffsetHandlers(ctx).register(registry)
     AdminHandlers(ctx, topics).register(registry)

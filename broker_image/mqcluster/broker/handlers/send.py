@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from mqcluster.broker.protocol import (
-    BrokerResponseCode,
-    RequestCode,
-    SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
-    v2_field_names,
-)
+from mqcluster.broker.messaging.send import SendOutcome, SendRequest, SendService
 from mqcluster.broker.remoting_codec import (
     CodecError,
     RawMessages,
@@ -18,9 +12,16 @@ from mqcluster.broker.remoting_codec import (
     decode_properties,
     decode_single_raw,
 )
-from mqcluster.broker.request_checks import RequestRefused, send_sys_flag_rejection
-from mqcluster.broker.send_service import SendOutcome, SendRequest, SendService
+from mqcluster.broker.remoting_status import PUT_STATUS_CODES, REFUSAL_CODES
+from mqcluster.protocol.broker import (
+    BrokerResponseCode,
+    RequestCode,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    v2_field_names,
+)
 from mqcluster.store.codec import consumes_queue_offset
+from mqcluster.store.message import PutStatus
 from mqcluster.wire.frame import RemotingCommand, frame_of
 from mqcluster.wire.header import HeaderError
 from mqcluster.wire.rpc import Answer, Connection, HandlerRegistry, error_response
@@ -28,6 +29,7 @@ from mqcluster.wire.rpc import Answer, Connection, HandlerRegistry, error_respon
 # Plain ints: comparing with an IntEnum member looks it up through a descriptor each time.
 _SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_SUCCESS = int(BrokerResponseCode.SUCCESS)
 
 
 class SendHandlers:
@@ -51,8 +53,6 @@ class SendHandlers:
                 slots.append(i)
             except CodecError as exc:
                 answers[i] = cmd.response(BrokerResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
-            except RequestRefused as exc:
-                answers[i] = cmd.response(exc.code, remark=exc.remark)
             except Exception as exc:
                 answers[i] = error_response(cmd, exc)
         if requests:
@@ -69,9 +69,6 @@ class SendHandlers:
                 raise HeaderError(v2_field_names(str(exc))) from None
         else:
             header = SendMessageRequestHeader.from_ext(cmd.ext_fields)
-        refused = send_sys_flag_rejection(header.sysFlag)
-        if refused is not None:
-            raise RequestRefused(refused.code, refused.remark)
         raw: RawMessages | None = None
         messages: list[WireMessage] = []
         if consumes_queue_offset(header.sysFlag):
@@ -109,16 +106,21 @@ class SendHandlers:
 
 
 def _response(cmd: RemotingCommand, outcome: SendOutcome) -> Answer:
-    if not outcome.offset_msg_ids:
-        return cmd.response(outcome.code, remark=outcome.remark)
-    if outcome.remark is None:
+    refusal = outcome.refusal
+    if refusal is not None:
+        return cmd.response(REFUSAL_CODES[refusal.reason], remark=refusal.remark)
+    status = outcome.status
+    if status is PutStatus.PUT_OK:
         return _stored_frame(cmd.opaque, outcome)
+    code = PUT_STATUS_CODES.get(status, BrokerResponseCode.SYSTEM_ERROR)
+    if not outcome.offset_msg_ids:  # (not stored)
+        return cmd.response(code, remark=outcome.remark or f"store answered {status.value}")
     fields = {
         "msgId": ",".join(outcome.offset_msg_ids),
         "queueId": str(outcome.queue_id),
         "queueOffset": str(outcome.queue_offset),
     }
-    return cmd.response(outcome.code, remark=outcome.remark, ext_fields=fields)
+    return cmd.response(code, remark=f"store answered {status.value}", ext_fields=fields)
 
 
 _STORED_HEADER = (
@@ -131,6 +133,6 @@ def _stored_frame(opaque: int, outcome: SendOutcome) -> bytes:
     """The frame ``cmd.response(...)`` encodes to, written straight: every value is a
     number or hexadecimal ids, which JSON needs no escaping for (about a third of the
     time of the general encoder and the command object)."""
-    header = _STORED_HEADER % (outcome.code, opaque, ",".join(outcome.offset_msg_ids),
+    header = _STORED_HEADER % (_SUCCESS, opaque, ",".join(outcome.offset_msg_ids),
                                outcome.queue_id, outcome.queue_offset)
     return frame_of(header.encode("ascii"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mqcluster.broker.messaging.access import TopicAccess
 from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.broker.messaging.errors import Code, MessagingError
 from mqcluster.broker.messaging.naming import check_group, is_system_topic
@@ -16,36 +17,38 @@ def _read_write() -> int:
     return PERM_READ | PERM_WRITE
 
 
+def _always() -> bool:
+    return True
+
+
 class Catalog:
     """``broker_permission`` gives the broker's ``brokerPermission`` as it is now (it can
     change at run time): a topic's effective permission is its own ANDed with it, for
-    sends, receives and the routes handed out, as RocketMQ registers it."""
+    sends, receives and the routes handed out, as RocketMQ registers it. ``access``
+    holds those rules for sends and reads (``TopicAccess``); ``is_master`` says whether
+    this broker takes writes now."""
 
     def __init__(self, log: MessageLog, config: MessagingConfig,
                  on_topic_created: Callable[[], None] | None = None,
-                 broker_permission: Callable[[], int] = _read_write) -> None:
+                 broker_permission: Callable[[], int] = _read_write,
+                 is_master: Callable[[], bool] = _always, where: str | None = None) -> None:
         self._log = log
         self._config = config
         self._on_topic_created = on_topic_created
         self.broker_permission = broker_permission
+        self.access = TopicAccess(log.topics, lambda: config,
+                                  where=where or f"broker {config.brokerName}",
+                                  broker_permission=broker_permission, is_master=is_master,
+                                  on_created=on_topic_created)
 
     def perm(self, config: TopicConfig) -> int:
-        return config.perm & self.broker_permission()
+        return self.access.perm(config)
 
     def writable(self, config: TopicConfig) -> bool:
         return bool(self.perm(config) & PERM_WRITE)
 
     def readable(self, config: TopicConfig) -> bool:
         return bool(self.perm(config) & PERM_READ)
-
-    def check_writable(self, config: TopicConfig) -> None:
-        if not self.broker_permission() & PERM_WRITE:
-            raise MessagingError(
-                Code.FORBIDDEN,
-                f"broker {self._config.brokerName} forbids writes (brokerPermission)")
-        if not config.writable:
-            raise MessagingError(Code.FORBIDDEN,
-                                 f"topic {config.topicName!r} is not writable (perm)")
 
     def topic(self, name: str, *, create: bool = True) -> TopicConfig:
         """The topic's config; created with the default queue count when allowed."""
@@ -54,11 +57,7 @@ class Catalog:
             return found
         if not (create and self._config.autoCreateTopicEnable) or is_system_topic(name):
             raise MessagingError(Code.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
-        n = self._config.defaultTopicQueueNums
-        created = self._log.topics.create_if_absent(name, n, PERM_READ | PERM_WRITE)
-        if self._on_topic_created is not None:
-            self._on_topic_created()
-        return created
+        return self.access.create(name)
 
     def system_topic(self, name: str, queue_nums: int = 1) -> TopicConfig:
         """Retry, dead-letter, schedule and transaction topics always exist on demand."""

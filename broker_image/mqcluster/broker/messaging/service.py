@@ -13,7 +13,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, cast
 
+from mqcluster.broker.messaging.access import ANONYMOUS, Caller
 from mqcluster.broker.messaging.catalog import Catalog
 from mqcluster.broker.messaging.clients import ClientRegistry
 from mqcluster.broker.messaging.clock import Clock, SystemClock
@@ -24,8 +26,8 @@ from mqcluster.broker.messaging.errors import Code, MessagingError
 from mqcluster.broker.messaging.naming import SCHEDULE_TOPIC, check_topic, retry_topic
 from mqcluster.broker.messaging.notifier import ArrivalNotifier
 from mqcluster.broker.messaging.receipt import ReceiptHandle
-from mqcluster.broker.messaging.send import OutgoingMessage, SendOutcome, SendService
-from mqcluster.broker.messaging.store_port import MessageLog
+from mqcluster.broker.messaging.send import OutgoingMessage, PutMetrics, SendOutcome, SendService
+from mqcluster.broker.messaging.store_port import BatchLog, MessageLog
 from mqcluster.broker.messaging.transaction import CheckRequest, TransactionService
 from mqcluster.store.topic_config import TopicConfig
 
@@ -38,18 +40,26 @@ ANY_QUEUE = -1
 class MessagingService:
     def __init__(self, log_: MessageLog, config: MessagingConfig, *, clock: Clock | None = None,
                  on_topic_created: Callable[[], None] | None = None,
-                 broker_permission: Callable[[], int] | None = None) -> None:
+                 broker_permission: Callable[[], int] | None = None,
+                 is_master: Callable[[], bool] | None = None, where: str | None = None,
+                 metrics: PutMetrics | None = None) -> None:
         self.log = log_
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self.catalog = (Catalog(log_, config, on_topic_created) if broker_permission is None
-                        else Catalog(log_, config, on_topic_created, broker_permission))
+        roles: dict[str, Any] = {}
+        if broker_permission is not None:
+            roles["broker_permission"] = broker_permission
+        if is_master is not None:
+            roles["is_master"] = is_master
+        self.catalog = Catalog(log_, config, on_topic_created, where=where, **roles)
         self.consume = ConsumeService(log_, self.catalog, self.clock, config.brokerName,
                                       config.renewMaxTimeMillis)
         self.delay = DelayService(log_, self.catalog, self.clock)
         self.transactions = TransactionService(log_, self.catalog, self.clock, config)
-        self.sender = SendService(log_, self.catalog, self.clock, config, self.delay,
-                                  self.transactions)
+        self.sender = SendService(
+            log_, self.catalog.access, limits=lambda: config, clock=self.clock, fields=config,
+            batches=cast(BatchLog, log_) if hasattr(log_, "put_batches") else None,
+            metrics=metrics, delay=self.delay, transactions=self.transactions)
         self.clients = ClientRegistry()
         self.notifier = ArrivalNotifier()
         self._task: asyncio.Task[None] | None = None
@@ -127,16 +137,12 @@ class MessagingService:
 
     # ---- operations ----------------------------------------------------------
 
-    async def send(self, messages: list[OutgoingMessage]) -> list[SendOutcome | MessagingError]:
+    async def send(self, messages: list[OutgoingMessage],
+                   caller: Caller = ANONYMOUS) -> list[SendOutcome]:
+        """Each message stored or refused on its own (``SendOutcome.refusal``)."""
         if not messages:
             raise MessagingError(Code.BAD_REQUEST, "no message in the request")
-        out: list[SendOutcome | MessagingError] = []
-        for msg in messages:
-            try:
-                out.append(await self.sender.send(msg))
-            except MessagingError as exc:
-                out.append(exc)
-        return out
+        return [await self.sender.send(msg, caller) for msg in messages]
 
     def check_invisible(self, invisible_ms: int, *, for_receive: bool) -> None:
         low = self.config.minInvisibleTimeMillsForRecv if for_receive else 0

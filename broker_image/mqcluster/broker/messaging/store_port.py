@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from mqcluster.store.batch import BatchPutResult, RawBatch
 from mqcluster.store.consumer_offset import ConsumerOffsetManager
 from mqcluster.store.filter import MessageFilter
 from mqcluster.store.message import GetResult, MessageRecord, PutResult, StoredMessage
@@ -39,3 +40,23 @@ class MessageLog(Protocol):
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int: ...
 
     def add_arrival_listener(self, listener: Callable[[str, int, int], None]) -> None: ...
+
+
+class StoreHost(Protocol):
+    @property
+    def storeHost(self) -> str: ...
+
+
+class BatchLog(Protocol):
+    """The real store's batched writes (``MessageStore`` fits): the remoting front end's
+    encoded batches, and the wait until a write is visible to pulls."""
+
+    @property
+    def confirm_offset(self) -> int | None: ...
+
+    @property
+    def config(self) -> StoreHost: ...
+
+    async def put_batches(self, batches: Sequence[RawBatch]) -> list[BatchPutResult]: ...
+
+    async def wait_dispatched(self, commitlog_offset: int | None = None) -> None: ...

@@ -1,0 +1,132 @@
+"""Who may do what, and the topic lookups of sends and reads, for every front end.
+
+``authorize`` is the one place where a caller's identity will be checked against the
+resource and action (RocketMQ ACL 2.0: Topic/Group resources, Pub/Sub actions); both the
+remoting handlers and the gRPC endpoint reach it through the message service.
+``TopicAccess`` holds the permission rules of a broker: its role, ``brokerPermission``,
+the topic's own perm, and auto-creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from mqcluster.broker.messaging.refusal import Reason, Refusal
+from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig, TopicConfigManager
+
+
+class Action(Enum):
+    """RocketMQ ACL 2.0's action names."""
+
+    PUB = "Pub"
+    SUB = "Sub"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: a client id or producer group, and the peer's address."""
+
+    identity: str = ""
+    address: str = ""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """``kind`` is ``Topic`` or ``Group``, as in ACL 2.0's resource names."""
+
+    kind: str
+    name: str
+
+
+ANONYMOUS = Caller()
+
+Authorizer = Callable[[Caller, Resource, Action], None]
+
+
+def authorize(caller: Caller, resource: Resource, action: Action) -> None:
+    """Raise ``Refusal(UNAUTHORIZED, ...)`` when ``caller`` may not do ``action`` on
+    ``resource``. Authentication and ACLs will be added here; every caller may do
+    everything until then."""
+    return None
+
+
+class TopicSettings(Protocol):
+    """The keys read on every lookup (``BrokerConfig`` and ``MessagingConfig`` fit)."""
+
+    autoCreateTopicEnable: bool
+    defaultTopicQueueNums: int
+
+
+def _read_write() -> int:
+    return PERM_READ | PERM_WRITE
+
+
+def _always() -> bool:
+    return True
+
+
+class TopicAccess:
+    """``settings``, ``broker_permission`` and ``is_master`` are read on every call (a
+    runtime config change or a failover changes them); ``where`` names the broker in
+    remarks; ``on_created`` is told when a topic was auto-created."""
+
+    def __init__(self, topics: TopicConfigManager, settings: Callable[[], TopicSettings], *,
+                 where: str, broker_permission: Callable[[], int] = _read_write,
+                 is_master: Callable[[], bool] = _always,
+                 on_created: Callable[[], None] | None = None) -> None:
+        self.topics = topics
+        self.settings = settings
+        self.where = where
+        self.broker_permission = broker_permission
+        self.is_master = is_master
+        self.on_created = on_created
+
+    def for_write(self, topic: str, queue_nums_hint: int | None = None) -> TopicConfig:
+        """The topic's config, auto-created when allowed; a Refusal when it cannot be
+        written here. The name was checked before (``send_checks.check_send_topic``)."""
+        if not self.is_master():
+            raise Refusal(Reason.NOT_MASTER,
+                          f"{self.where} is a slave and does not accept messages")
+        if not self.broker_permission() & PERM_WRITE:
+            raise Refusal(Reason.BROKER_NOT_WRITABLE,
+                          f"{self.where} forbids writes (brokerPermission)")
+        cfg = self.topics.get(topic)
+        if cfg is None:
+            if not self.settings().autoCreateTopicEnable:
+                raise Refusal(
+                    Reason.TOPIC_NOT_FOUND,
+                    f"topic {topic!r} does not exist on {self.where} and "
+                    "autoCreateTopicEnable=false; create it first (mqadmin updateTopic)")
+            cfg = self.create(topic, queue_nums_hint)
+        if not cfg.writable:
+            raise Refusal(Reason.TOPIC_NOT_WRITABLE, f"topic {topic!r} is not writable (perm)")
+        return cfg
+
+    def for_read(self, topic: str) -> TopicConfig:
+        """The topic's config; a Refusal when it cannot be read here."""
+        if not self.broker_permission() & PERM_READ:
+            raise Refusal(Reason.BROKER_NOT_READABLE,
+                          f"{self.where} forbids reads (brokerPermission)")
+        cfg = self.topics.get(topic)
+        if cfg is None:
+            raise Refusal(Reason.TOPIC_NOT_FOUND, f"topic {topic!r} does not exist on {self.where}")
+        if not cfg.readable:
+            raise Refusal(Reason.TOPIC_NOT_READABLE, f"topic {topic!r} is not readable (perm)")
+        return cfg
+
+    def perm(self, cfg: TopicConfig) -> int:
+        """A topic's effective permission: its own ANDed with ``brokerPermission``."""
+        return cfg.perm & self.broker_permission()
+
+    def create(self, topic: str, queue_nums_hint: int | None = None) -> TopicConfig:
+        """Created with ``defaultTopicQueueNums`` queues, or fewer when the producer
+        asked for fewer (remoting's ``defaultTopicQueueNums`` header)."""
+        default = self.settings().defaultTopicQueueNums
+        nums = min(queue_nums_hint, default) if queue_nums_hint and queue_nums_hint > 0 else default
+        cfg = self.topics.create_if_absent(topic, nums, PERM_READ | PERM_WRITE)
+        if self.on_created is not None:
+            self.on_created()
+        return cfg
