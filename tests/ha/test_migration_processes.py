@@ -1,6 +1,7 @@
-"""Seed 001's DLedger-to-Controller migration on real processes, step by step as the
-operator carries it out: writes off, drain, stop, clear the stores keeping the topic
-and subscription-group configs, start in controller mode, writes on."""
+"""The DLedger-to-Controller migration of RocketMQ's controller-mode guide, on real
+processes, step by step as the operator carries it out: writes off, drain, stop, clear
+the stores keeping the topic and subscription-group configs, start in controller mode,
+writes on."""
 
 from __future__ import annotations
 

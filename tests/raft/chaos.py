@@ -125,7 +125,7 @@ def _change_membership(sim: Simulation, leader: SimNode, rng: random.Random) -> 
                 leader.raft.remove_member(rng.choice(removable))
         elif outsiders:
             node_id = rng.choice(outsiders)
-            # Seed 003's procedure: clear a removed node and add it back, but only once
+            # Raft membership: clear a removed node and add it back, but only once
             # every member has applied its removal. A member still counting it as a voter
             # (e.g. one partitioned through several changes) could otherwise win an
             # election with the blank node's vote and without the committed entries.

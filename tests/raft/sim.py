@@ -215,7 +215,7 @@ class Simulation:
         return node
 
     def wipe(self, node_id: str, membership: Membership) -> SimNode:
-        """Replace a node by an empty one (seed 003: clear a node before adding it back)."""
+        """Replace a node by an empty one (Raft membership: clear it before adding it back)."""
         self.crash(node_id)
         return self.add_node(node_id, membership)
 

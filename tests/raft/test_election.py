@@ -1,4 +1,4 @@
-"""Seed 000 on a live node: the candidate maintain loop and the voter's side effects."""
+"""DLedgerLeaderElector on a live node: the candidate maintain loop and the voter's side effects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 000: how a voter answers a vote request, and how a candidate judges its round."""
+"""DLedgerLeaderElector: how a voter answers a vote request, how a candidate judges its round."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_round_case3_valid_answers_not_a_majority_waits_to_revote() -> None:
 
 
 def test_round_case4_too_many_bigger_ledgers_waits_longer() -> None:
-    # Seed 000's example: 10 nodes, 7 valid answers, 3 with a bigger ledger.
+    # 10 nodes, 7 valid answers, 3 with a bigger ledger.
     result = parse_vote_round(
         term=5, voter_count=10, valid_num=7, accepted_num=4, not_ready_term_num=0,
         bigger_ledger_num=3, already_has_leader=False, known_max_term_in_group=5,

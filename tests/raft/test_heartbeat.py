@@ -1,4 +1,4 @@
-"""Seed 000's heartbeat rules: the follower's answer codes and the leader's verdicts."""
+"""DLedgerLeaderElector's heartbeat rules: the follower's answer codes and the leader's verdicts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003: add a learner, promote it once caught up, remove a member safely."""
+"""Raft membership changes: add a learner, promote it once caught up, remove a member safely."""
 
 from __future__ import annotations
 

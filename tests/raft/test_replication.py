@@ -1,4 +1,4 @@
-"""Seeds 003/004: nextIndex/matchIndex, conflicts, majority commit, batch push pipeline."""
+"""Raft replication: nextIndex/matchIndex, conflicts, majority commit, batch push pipeline."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def test_follower_rejects_mismatching_prev_entry_with_its_last_index() -> None:
 
 
 def test_seed_004_alignment_skips_back_to_the_followers_last_index() -> None:
-    # Seed 004, follower E: the leader's log has terms 1,1,2,3,3,3; E has 1,1 and a
+    # A follower E far behind: the leader's log has terms 1,1,2,3,3,3; E has 1,1 and a
     # stale entry 3 of term 1. The leader probes at its end, E answers its last
     # index (3) so the leader jumps there; entry 3 conflicts and E's hint skips the
     # whole stale run; the match is found and E is overwritten.

@@ -1,4 +1,4 @@
-"""Data-driven traces of seed 000's election rules (testdata/*.txt).
+"""Data-driven traces of DLedgerLeaderElector's election rules (testdata/*.txt).
 
 Run with REWRITE=1 to regenerate the expected output, then review the diff.
 """

@@ -1,4 +1,4 @@
-"""Seed 003: compaction, InstallSnapshot to a far-behind follower, restart from disk."""
+"""Raft log compaction: InstallSnapshot to a far-behind follower, restart from disk."""
 
 from __future__ import annotations
 

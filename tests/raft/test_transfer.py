@@ -1,4 +1,4 @@
-"""Seed 002: preferred leader and leadership transfer (the transferee catches up first)."""
+"""DLedger's preferred leader and leadership transfer (the transferee catches up first)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ mode, under one fixed epoch; a slave learns its master's address from the name
 servers and copies the commitlog. ``SYNC_MASTER`` acknowledges a write once a slave
 has it (``FLUSH_SLAVE_TIMEOUT`` after ``slaveTimeout`` otherwise); ``ASYNC_MASTER``
 once it is written locally. While the master is gone, consumers still read from the
-slave; writes wait for the master to return (seed 001's trade-offs).
+slave; writes wait for the master to return (the trade-offs of RocketMQ's master-slave
+deployment).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Controller configuration, RocketMQ key names (seed 001, "Controller 部署").
+"""Controller configuration, RocketMQ key names (RocketMQ's controller-mode deployment
+guide, "Controller 部署").
 
 The controller serves brokers, admin tools and its Raft peers on one address:
 its own entry of ``controllerDLegerPeers`` (as RocketMQ's DLedger controller

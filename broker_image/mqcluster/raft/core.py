@@ -1,4 +1,6 @@
-"""RaftNode: the sans-I/O DLedger state machine (seed 000), replication (seeds 003/004).
+"""RaftNode: the sans-I/O DLedger state machine (DLedgerLeaderElector's election and
+heartbeats), Raft's replication (nextIndex/matchIndex, conflicts, commit), membership and
+snapshots.
 
 No sockets, clocks, files or threads: the caller passes time to ``tick(now)`` and
 ``step(msg, now)``, collects a ``Ready`` (what to persist, send and apply), does
@@ -15,7 +17,8 @@ rules could stall a group, this core adds, each commented where it is done:
 following a leader counts as a vote for it; a REJECT_UNKNOWN_LEADER answer is
 not a valid vote; learners forget a silent leader; a leader whose push is
 answered with a bigger term steps down (Raft's rule), so a lagging node stuck at
-a bigger term (seed 002) cannot be left out for ever; a follower's rejection
+a bigger term (a preferred leader made a candidate by DLedger's LEADERSHIP_TRANSFER
+before it caught up) cannot be left out for ever; a follower's rejection
 carries a skip-back hint that jumps over a whole conflicting term.
 """
 
@@ -354,7 +357,8 @@ class RaftNode:
         return self._change_membership(without_member(self._config_base(), node))
 
     def transfer_leadership(self, target: str, now: float) -> None:
-        """Hand leadership to ``target`` once it has caught up (seed 002's fix).
+        """Hand leadership to ``target`` once it has caught up (DLedger's leadership transfer,
+        with the transferee catching up first so it cannot be stuck a candidate).
 
         Writes are refused meanwhile; after ``transfer_timeout`` without success
         the leader resumes normal service."""
@@ -885,7 +889,7 @@ class RaftNode:
         )
 
     def _skip_back_hint(self, prev_index: int) -> int:
-        """The last index worth probing next: our last index (seed 004) or, when the
+        """The last index worth probing next: our last index (Raft's fast back-off) or, when the
         entry at ``prev_index`` has another term, the index before that whole term."""
         log = self._log
         if prev_index > log.last_index:
@@ -1045,7 +1049,8 @@ class RaftNode:
                 or progress.state == ProgressState.SNAPSHOT
             ):
                 return  # stale: that prefix matches, or the window was already reset
-            # Seed 004: skip straight behind the follower's last entry, else step back one.
+            # Raft's fast back-off: skip straight behind the follower's last entry, else step back
+            # one.
             self._probe(progress, min(msg.last_index + 1, msg.prev_index))
             self._send_append(msg.src)
         elif msg.code == AppendResponseCode.TERM_NOT_READY:

@@ -1,4 +1,5 @@
-"""DLedger's vote rules (seed 000): answering a vote request, and judging a round.
+"""DLedger's vote rules (DLedgerLeaderElector): answering a vote request
+(``handleVote``), and judging a round (``maintainAsCandidate``).
 
 Both are pure functions of the numbers involved so each rule is testable alone;
 the node applies the side effects (recording the vote, stepping to candidate).
@@ -78,7 +79,7 @@ def answer_vote(
 
 @dataclass(slots=True)
 class VoteTally:
-    """The counters of one vote round (seed 000, "发起者处理投票响应结果")."""
+    """The counters of one vote round (DLedgerLeaderElector.maintainAsCandidate)."""
 
     term: int
     voter_count: int
@@ -145,7 +146,7 @@ class VoteTally:
 @dataclass(slots=True, frozen=True)
 class VoteOutcome:
     result: VoteParseResult
-    case: int  # which of seed 000's seven cases decided it
+    case: int  # which of maintainAsCandidate's seven cases decided it
     extra_wait_heartbeats: bool = False  # case 2: wait out the other leader's heartbeat leak
     extra_wait_vote_interval: bool = False  # case 4: more nodes have a bigger ledger
 
@@ -161,7 +162,7 @@ def parse_vote_round(
     already_has_leader: bool,
     known_max_term_in_group: int,
 ) -> VoteOutcome:
-    """The seven cases of seed 000, tested in its order."""
+    """The seven cases of DLedgerLeaderElector.maintainAsCandidate, tested in its order."""
     if known_max_term_in_group > term:
         return VoteOutcome(VoteParseResult.WAIT_TO_VOTE_NEXT, 1)
     if already_has_leader:

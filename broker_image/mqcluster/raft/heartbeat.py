@@ -1,4 +1,5 @@
-"""DLedger's heartbeat rules (seed 000): a follower's answer and the leader's verdict."""
+"""DLedger's heartbeat rules (DLedgerLeaderElector.handleHeartBeat and
+sendHeartbeats): a follower's answer and the leader's verdict."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ class Role(Enum):
     LEARNER = "LEARNER"  # not a voter of the group it knows: never campaigns
 
 
-# --- response codes, as DLedger names them (seed 000) ---------------------------------
+# --- response codes, as DLedger names them (VoteResponse.RESULT, ...) ------------------
 
 
 class VoteResponseCode(IntEnum):
@@ -122,7 +122,8 @@ class VoteResponseCode(IntEnum):
 
 
 class VoteParseResult(IntEnum):
-    """Outcome of one vote round (seed 000, the seven cases map onto these four)."""
+    """Outcome of one vote round (DLedger's VoteResponse.ParseResult; the seven cases of
+    maintainAsCandidate map onto these four)."""
 
     WAIT_TO_REVOTE = 0  # same term next time
     REVOTE_IMMEDIATELY = 1  # same term, on the next tick

@@ -1,6 +1,7 @@
 """Clear a broker store for a mode migration, keeping named files, once per migration id.
 
-A DLedger commitlog cannot be read in controller mode, so seed 001's migration
+A DLedger commitlog cannot be read in controller mode, so the migration of RocketMQ's
+controller-mode deployment guide (its upgrade notes, DLedger to Controller)
 clears each replica's store except its topic and subscription-group configs
 before the broker starts in the new mode. The pods run this before the broker
 on every start while the migration is rendered; a marker file named after the

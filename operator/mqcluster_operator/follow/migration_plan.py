@@ -1,6 +1,7 @@
 """DLedger-to-Controller migration of one broker group, as pure planning.
 
-Seed 001's procedure: a DLedger commitlog cannot be read by controller-mode
+The procedure of RocketMQ's controller-mode deployment guide (its upgrade notes,
+"升级注意事项", from DLedger to Controller): a DLedger commitlog cannot be read by controller-mode
 brokers, so the group stops taking writes, its consumers drain it, the pods
 stop, each store is cleared except its topic and subscription-group configs,
 and the replicas start again in controller mode with fresh epoch files.
