@@ -80,8 +80,11 @@ class LazyMount:
             return [json.loads(line) for line in self.report.read_text().splitlines()]
         return []
 
-    def unmount_sync(self) -> None:
-        """Unmount (lazily when busy) and wait for the process; it drops on the way."""
+    def unmount_sync(self, timeout: float = 5.0) -> None:
+        """Unmount (lazily when busy) and wait for the process; it drops on the way.
+        A process started in a namespace host (``ip netns exec``) after the mount holds
+        a copy of it that an unmount here may not reach: the process is killed after
+        ``timeout``, which ends every copy at once."""
         if self.proc is None:
             return
         if self.mounted:
@@ -91,19 +94,28 @@ class LazyMount:
                 subprocess.run([fusermount(), "-u", "-z", str(self.mountpoint)],
                                capture_output=True)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(MOUNT_TIMEOUT)
+                self.proc.wait(timeout)
         self._kill()
 
+    def power_off_sync(self) -> dict[str, Any]:
+        """Drop what was not fsynced, then end the filesystem's process (and with it
+        the kernel's connection and caches, in every mount namespace); what was lost.
+        ``mount_sync`` serves the synced state again."""
+        lost = self.drop_sync()
+        self._kill()
+        return lost
+
     def _kill(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(signal.SIGKILL)
-                self.proc.wait()
-            self.proc = None
-        if os.path.ismount(self.mountpoint):  # a killed lazyfs leaves its mount behind
-            subprocess.run([fusermount(), "-u", "-z", str(self.mountpoint)],
-                           capture_output=True)
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+        # A killed lazyfs leaves its mount behind, disconnected (where even a stat
+        # fails): detach it whatever it looks like.
+        subprocess.run([fusermount(), "-u", "-z", str(self.mountpoint)], capture_output=True)
 
     async def mount(self) -> None:
         await asyncio.to_thread(self.mount_sync)
@@ -113,3 +125,6 @@ class LazyMount:
 
     async def unmount(self) -> None:
         await asyncio.to_thread(self.unmount_sync)
+
+    async def power_off(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.power_off_sync)

@@ -7,25 +7,16 @@ import errno
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from chaos.lazymount import LazyMount, fuse_unavailable
 
-pytestmark = pytest.mark.skipif(fuse_unavailable() is not None,
-                                reason=f"needs FUSE: {fuse_unavailable()}")
-
 
 @pytest.fixture
-def mount(tmp_path: Path) -> Iterator[LazyMount]:
-    m = LazyMount(tmp_path / "mnt", tmp_path / "disk", tmp_path / "lazyfs.log")
-    m.mount_sync()
-    try:
-        yield m
-    finally:
-        m.unmount_sync()
+def mount(lazy_mount: LazyMount) -> LazyMount:
+    return lazy_mount
 
 
 def fsync_dir(path: Path) -> None:
@@ -97,6 +88,7 @@ def test_an_atomic_replace_with_a_directory_fsync_survives_a_remount(
     assert (m / "conf2").read_bytes() == b"old"
 
 
+@pytest.mark.skipif(fuse_unavailable() is not None, reason="needs the FUSE binding")
 def test_bad_arguments_are_refused_with_what_is_wrong(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "chaos.lazyfs", str(tmp_path / "nope"),
                            str(tmp_path)], capture_output=True, text=True, timeout=60)
