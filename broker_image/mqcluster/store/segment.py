@@ -26,6 +26,21 @@ _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
 """Buffers per ``pwritev`` call."""
 
 
+def makedirs_durable(path: str) -> None:
+    """``os.makedirs``, each new directory's entry fsynced in its parent: a segment
+    fsynced in a directory whose own entry never reached the disk is lost with it
+    at a power loss."""
+    missing = []
+    path = os.path.abspath(path)
+    while not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another thread made it meanwhile
+            os.mkdir(d)
+        fsync_dir(os.path.dirname(d))
+
+
 class SegmentError(RuntimeError):
     pass
 
@@ -121,7 +136,7 @@ class SegmentedFile:
     def load(self) -> None:
         """Check the files (``layout.check_segments``: nothing is opened unless all pass),
         then open them; written positions start at full and are fixed by recovery."""
-        os.makedirs(self.directory, exist_ok=True)
+        makedirs_durable(self.directory)
         found = list_segments(self.directory)
         check_segments(self.directory, found, self.segment_size, self.size_key,
                        self.size_recorded)
@@ -175,7 +190,7 @@ class SegmentedFile:
         with self.lock:
             if self.segments and start != self.segments[-1].limit:
                 raise SegmentError(f"new segment at {start} does not follow the last one")
-            os.makedirs(self.directory, exist_ok=True)
+            makedirs_durable(self.directory)
             seg = Segment(os.path.join(self.directory, segment_name(start)), start,
                           self.segment_size, True)
             self.segments.append(seg)
