@@ -9,13 +9,12 @@ from pathlib import Path
 
 from prometheus_client.metrics import MetricWrapperBase
 
-from mqcluster.broker.context import ReplicaRole
 from mqcluster.broker.metrics import BrokerMetrics
 from mqcluster.controller.events import ApplyBrokerIdEvent, ElectMasterEvent
 from mqcluster.controller.metrics import ControllerMetrics, GroupCollector
 from mqcluster.controller.statemachine import ControllerState
+from mqcluster.proxy.groups import GroupTable
 from mqcluster.proxy.metrics import ProxyMetrics
-from mqcluster.proxy.tracker import NOT_A_REPLICA
 from mqcluster_operator import metrics as operator_metrics
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -56,8 +55,7 @@ def controller() -> set[Metric]:
 
 
 def proxy() -> set[Metric]:
-    return of_wrappers(vars(ProxyMetrics("b", lambda: ReplicaRole(NOT_A_REPLICA, False)))
-                       .values())
+    return of_wrappers(vars(ProxyMetrics(GroupTable())).values())
 
 
 def operator() -> set[Metric]:

@@ -16,7 +16,13 @@ def test_bad_values_name_the_key() -> None:
         build_config(ProxyConfig, {"brokerName": "g", "namesrvAddr": "a:1",
                                    "grpcServerPort": "x"})
     with pytest.raises(ConfigError, match="brokerName"):
-        build_config(ProxyConfig, {"namesrvAddr": "a:1"})
+        build_config(ProxyConfig, {"namesrvAddr": "a:1", "brokerName": ""})
+    with pytest.raises(ConfigError, match="callTimeoutMs"):
+        build_config(ProxyConfig, {"namesrvAddr": "a:1", "callTimeoutMs": "0"})
+
+
+def test_without_a_broker_name_it_serves_every_group() -> None:
+    assert build_config(ProxyConfig, {"controllerAddr": "a:1"}).brokerName is None
 
 
 def test_defaults() -> None:

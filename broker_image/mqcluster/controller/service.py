@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mqcluster.common.wallclock import wall_ms
+from mqcluster.controller import watch
 from mqcluster.controller.config import ControllerConfig, format_peers
 from mqcluster.controller.consensus import Consensus, ConsensusError, NotLeader
 from mqcluster.controller.events import ElectMasterEvent, Event, encode_events
@@ -165,6 +166,7 @@ class ControllerService:
         self._scanner: asyncio.Task[None] | None = None
         self._started = False
         self._applied = asyncio.Event()
+        self._watchers = 0
         self.register_handlers(self.registry)
 
     # ------------------------------------------------------------------ lifecycle
@@ -218,6 +220,7 @@ class ControllerService:
             RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: self._leader(self._get_sync_state_data),
             RequestCode.CLEAN_BROKER_DATA: self._leader(self._clean_broker_data),
             RequestCode.GET_CONTROLLER_CONFIG: self._get_controller_config,
+            watch.WATCH_MASTERS: self._leader(self._watch_masters),
         }
         for code, fn in table.items():
             registry.register(code, self._instrument(int(code), fn))
@@ -435,6 +438,23 @@ class ControllerService:
         if not names:
             names = sorted(self.state.replica_info_table)
         return self._answer(cmd, self._manager().get_sync_state_data(names, self._liveness()))
+
+    async def _watch_masters(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
+        """Held until a group's master differs from the caller's view (controller/watch.py)."""
+        try:
+            known, wait_ms = watch.decode_request(cmd.body)
+        except watch.WatchError as exc:
+            return response(cmd, Code.INVALID_REQUEST, str(exc))
+        if self._watchers >= watch.MAX_WATCHERS:
+            return response(cmd, Code.SYSTEM_BUSY, "too many master watches held")
+        self._watchers += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                await self.wait_for(lambda: watch.differs(known, watch.masters_of(self.state)),
+                                    wait_ms / 1000)
+        finally:
+            self._watchers -= 1
+        return response(cmd, body=watch.encode_answer(watch.masters_of(self.state)))
 
     async def _clean_broker_data(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         h = CleanControllerBrokerDataRequestHeader.from_command(cmd)

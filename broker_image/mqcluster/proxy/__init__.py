@@ -1,10 +1,12 @@
-"""``mqproxy``: RocketMQ 5's Proxy in cluster mode for one broker group.
+"""``mqproxy``: RocketMQ 5's Proxy in cluster mode, stateless, for a whole cluster.
 
-A stateless gRPC endpoint in front of a replicated group: it learns the group's
-master from the controllers (controller mode) or the name servers (DLedger and
-master-slave modes) and passes every client call on to it. A client connected to a
-proxy is never connected to the master process itself, so a master that hangs
-(SIGSTOP, a stalled disk, a frozen VM) cannot hold the client's connection: the
-proxy ends the calls in flight as soon as another master is elected and the client's
-retry goes to the new one.
+One gRPC endpoint for every broker group and topic: routes and assignments merged
+across groups (routes.py), each call sent to the group it concerns (service.py), the
+groups' masters learnt from the controllers' watch and the name servers
+(discovery.py). A client connected to a proxy is never connected to a master process,
+so a master that hangs (SIGSTOP, a stalled disk, a frozen VM) cannot hold the client:
+a short deadline per call and the proxy's own probe (health.py) make that group's
+calls fail fast, sends go to the groups that answer, and the group's calls go to its
+new master as soon as the controllers elect one. Nothing a client needs is kept in a
+proxy (tokens.py): any replica serves any client.
 """

@@ -1,4 +1,4 @@
-"""``mqproxy -c proxy.conf``: run a proxy for one broker group until SIGTERM/SIGINT."""
+"""``mqproxy -c proxy.conf``: run the proxy until SIGTERM (drains first) or SIGINT."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mqcluster.proxy.server import start_proxy
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mqproxy",
-                                description="gRPC proxy (RocketMQ 5 cluster mode) for one group")
+                                description="gRPC proxy (RocketMQ 5 cluster mode) for a cluster")
     p.add_argument("-c", "--configFile", required=True, help="proxy config file (key=value)")
     p.add_argument("--logLevel", default="INFO", help="log level (default INFO)")
     return p
@@ -24,14 +24,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def serve(config: ProxyConfig) -> None:
     stop = asyncio.Event()
+    terminated = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+
+    def on_term() -> None:
+        terminated.set()
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_term)
     proxy = await start_proxy(config)
     try:
-        print(f"The Proxy boot success. group {config.brokerName}, address {proxy.address}",
-              flush=True)
+        serves = config.brokerName or "every group"
+        print(f"The Proxy boot success. serving {serves}, address {proxy.address}", flush=True)
         await stop.wait()
+        if terminated.is_set() and config.drainMs:
+            # A rolling update: calls in flight finish, clients move on GOAWAY.
+            await proxy.drain(config.drainMs / 1000)
     finally:
         await proxy.stop()
 
