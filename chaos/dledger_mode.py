@@ -6,7 +6,8 @@ import asyncio
 import collections
 
 from chaos.cluster import TOPIC, ChaosCluster
-from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX, read_status
+from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
+from mqcluster.client.dledger import read_status
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.offline import iter_messages
 

@@ -33,10 +33,8 @@ from mqcluster.wire.header import Header
 # Modules whose request codes and header classes the fuzzer draws from.
 PROTOCOL_MODULES = (
     "mqcluster.protocol.namesrv",
-    "mqcluster.broker.protocol",
-    "mqcluster.broker.handlers.ops",
-    "mqcluster.broker.dledger",
-    "mqcluster.admin.broker_protocol",
+    "mqcluster.protocol.broker",
+    "mqcluster.protocol.dledger",
     "mqcluster.protocol.controller",
     "mqcluster.raft.codes",
     "mqcluster.raft.types",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mqcluster.broker.dledger import read_status
+from mqcluster.client.dledger import read_status
 from mqcluster.wire.rpc import RpcClient
 from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
 from mqcluster_testing.ha.brokers import BrokerProcesses

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from mqcluster.admin.broker_protocol import BrokerRequestCode, decode_update_topic
 from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient
+from mqcluster.protocol.broker import RequestCode as BrokerRequestCode
+from mqcluster.protocol.broker import decode_update_topic
 from mqcluster.protocol.controller import EpochEntry, EpochEntryCache, RequestCode
 from mqcluster.protocol.namesrv import BrokerRegistration, TopicConfig
 from mqcluster.wire.frame import RemotingCommand

@@ -4,8 +4,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqcluster.broker.protocol import RequestCode, SendMessageRequestHeader, v1_to_v2
 from mqcluster.client.send_header import send_header_v1, send_header_v2, send_v2_frame
+from mqcluster.protocol.broker import RequestCode, SendMessageRequestHeader, v1_to_v2
 from mqcluster.wire.frame import RemotingCommand, encode_frame
 
 

@@ -2,12 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from mqcluster.admin.broker_protocol import (
-    BrokerRequestCode,
-    CreateTopicRequestHeader,
-    decode_update_topic,
-    encode_update_topic,
-)
 from mqcluster.protocol.namesrv import (
     BrokerData,
     BrokerRegistration,
@@ -66,16 +60,3 @@ def test_route_and_cluster_json_use_rocketmq_names() -> None:
     info = ClusterInfo(brokerAddrTable={"b": data}, clusterAddrTable={"c": ["b"]})
     assert info.master_addrs("c") == ["m:1"]
     assert info.master_addrs("nope") == []
-
-
-def test_update_topic_header() -> None:
-    header = CreateTopicRequestHeader(topic="T", readQueueNums=4, writeQueueNums=4, order=True)
-    cmd = roundtrip(encode_update_topic(header))
-    assert cmd.code == int(BrokerRequestCode.UPDATE_AND_CREATE_TOPIC) == 17
-    assert cmd.ext_fields["order"] == "true"
-    assert cmd.ext_fields["perm"] == "6"
-    assert "attributes" not in cmd.ext_fields
-    parsed = decode_update_topic(cmd)
-    assert parsed == header
-    assert parsed.to_topic_config().topicName == "T"
-    assert parsed.to_ext() == cmd.ext_fields

@@ -10,9 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqcluster.admin import broker_protocol
-from mqcluster.broker import protocol as broker
-from mqcluster.protocol import controller, namesrv
+from mqcluster.protocol import broker, controller, namesrv
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.header import CamelHeader, Header, HeaderError
 
@@ -143,7 +141,7 @@ def test_a_subclass_writes_its_inherited_fields_and_keeps_a_hand_written_to_ext(
 
 
 def _headers() -> list[type[Header]]:
-    modules = (broker_protocol, broker, controller, namesrv)
+    modules = (broker, controller, namesrv)
     return [
         obj for module in modules for obj in vars(module).values()
         if isinstance(obj, type) and issubclass(obj, Header) and obj.__module__ == module.__name__

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqcluster.admin import format as fmt
-from mqcluster.admin.broker_protocol import CreateTopicRequestHeader, encode_update_topic
 from mqcluster.controller.client import ControllerClient, ControllerError
 from mqcluster.namesrv.client import NamesrvClient, NamesrvError, parse_addrs
+from mqcluster.protocol.broker import CreateTopicRequestHeader, encode_update_topic
 from mqcluster.protocol.controller import (
     EpochEntryCache,
     ProtocolError,

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from mqcluster.admin import commands, ops
-from mqcluster.admin.broker_protocol import CreateTopicRequestHeader
 from mqcluster.admin.commands import AdminError, Report
 from mqcluster.admin.format import dump_json
+from mqcluster.protocol.broker import CreateTopicRequestHeader
 
 Runner = Callable[[argparse.Namespace], Awaitable[Report]]
 

@@ -22,11 +22,10 @@ from mqcluster.admin.commands import (
     broker_names_of,
     broker_targets,
 )
-from mqcluster.broker.dledger import DLEDGER_STATUS, DLEDGER_TRANSFER_LEADERSHIP
-from mqcluster.broker.handlers import ops as codes
-from mqcluster.broker.protocol import RequestCode as BrokerCode
 from mqcluster.controller.client import ControllerError
+from mqcluster.protocol.broker import RequestCode as BrokerCode
 from mqcluster.protocol.controller import ProtocolError
+from mqcluster.protocol.dledger import DLedgerRequestCode
 from mqcluster.protocol.namesrv import RequestCode as NamesrvCode
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError
@@ -126,7 +125,7 @@ def _properties(resp: RemotingCommand) -> dict[str, str]:
 
 
 async def get_broker_config(targets: list[str]) -> Report:
-    ok, errors = await _per_broker(targets, codes.GET_BROKER_CONFIG)
+    ok, errors = await _per_broker(targets, BrokerCode.GET_BROKER_CONFIG)
     data = {addr: _properties(resp) for addr, resp in ok}
     text = "\n\n".join(
         f"============{addr}============\n"
@@ -136,7 +135,7 @@ async def get_broker_config(targets: list[str]) -> Report:
 
 
 async def update_broker_config(targets: list[str], key: str, value: str) -> Report:
-    ok, errors = await _per_broker(targets, codes.UPDATE_BROKER_CONFIG,
+    ok, errors = await _per_broker(targets, BrokerCode.UPDATE_BROKER_CONFIG,
                                    body=f"{key}={value}\n".encode())
     text = "\n".join(f"update broker config success, {addr}" for addr, _ in ok)
     return Report(text, {"updated": [a for a, _ in ok], "key": key, "value": value}, errors)
@@ -146,7 +145,7 @@ async def consumer_progress(namesrv: str, group: str, topic: str | None) -> Repo
     info = await _cluster_info(namesrv)
     targets = sorted({a for cluster in info.clusterAddrTable for a in info.master_addrs(cluster)})
     ext = {"consumerGroup": group, **({"topic": topic} if topic else {})}
-    ok, errors = await _per_broker(targets, codes.GET_CONSUME_STATS, ext)
+    ok, errors = await _per_broker(targets, BrokerCode.GET_CONSUME_STATS, ext)
     rows = [row for _, resp in ok for row in _body(resp).get("offsetTable", [])]
     rows.sort(key=lambda r: (r["topic"], r["brokerName"], r["queueId"]))
     diff = sum(r["diff"] for r in rows)
@@ -165,11 +164,11 @@ async def broker_lag(broker_addr: str) -> int:
     groups = sorted(_body(ok[0][1]).get("subscriptionGroupTable") or {})
     total = 0
     for group in groups:
-        stats, _ = await _per_broker([broker_addr], codes.GET_CONSUME_STATS,
+        stats, _ = await _per_broker([broker_addr], BrokerCode.GET_CONSUME_STATS,
                                      {"consumerGroup": group})
         # Every queue of a topic the group consumes counts, also those it never committed on.
         for topic in sorted({r["topic"] for r in _body(stats[0][1]).get("offsetTable", [])}):
-            per_topic, _ = await _per_broker([broker_addr], codes.GET_CONSUME_STATS,
+            per_topic, _ = await _per_broker([broker_addr], BrokerCode.GET_CONSUME_STATS,
                                              {"consumerGroup": group, "topic": topic})
             total += sum(int(r["diff"]) for r in _body(per_topic[0][1]).get("offsetTable", []))
     return total
@@ -213,7 +212,7 @@ def parse_offset_msg_id(msg_id: str) -> tuple[str, int]:
 
 async def query_msg_by_id(msg_id: str) -> Report:
     addr, offset = parse_offset_msg_id(msg_id)
-    ok, _ = await _per_broker([addr], codes.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
+    ok, _ = await _per_broker([addr], BrokerCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
     msg = _body(ok[0][1])
     keys = ("topic", "tags", "keys", "queueId", "queueOffset", "commitLogOffset", "msgId",
             "offsetMsgId", "bornTimestamp", "storeTimestamp", "bornHost", "storeHost",
@@ -226,10 +225,10 @@ async def connections(namesrv: str, group: str, topic: str | None, producer: boo
     info = await _cluster_info(namesrv)
     targets = sorted({a for c in info.clusterAddrTable for a in info.master_addrs(c)})
     if producer:
-        code = codes.GET_PRODUCER_CONNECTION_LIST
+        code = BrokerCode.GET_PRODUCER_CONNECTION_LIST
         ext = {"producerGroup": group, **({"topic": topic} if topic else {})}
     else:
-        code = codes.GET_CONSUMER_CONNECTION_LIST
+        code = BrokerCode.GET_CONSUMER_CONNECTION_LIST
         ext = {"consumerGroup": group}
     ok, errors = await _per_broker(targets, code, ext)
     rows = [{**c, "broker": addr} for addr, resp in ok
@@ -250,7 +249,7 @@ async def dledger_status(broker_addr: str | None, cluster: str | None,
                          for a in info.brokerAddrTable[name].brokerAddrs.values())
     else:
         raise AdminError("give -b <brokerAddr>, or -c <clusterName> with a name server")
-    ok, errors = await _per_broker(targets, DLEDGER_STATUS)
+    ok, errors = await _per_broker(targets, DLedgerRequestCode.DLEDGER_STATUS)
     rows = [{"broker": addr, **_body(resp)} for addr, resp in ok]
     text = table(rows, [("Broker", "broker"), ("Peer", "id"), ("Role", "role"),
                         ("Term", "term"), ("Leader", "leader"), ("CommitIndex", "commitIndex"),
@@ -262,8 +261,8 @@ async def dledger_status(broker_addr: str | None, cluster: str | None,
 
 async def dledger_transfer_leadership(broker_addr: str, peer_id: str) -> Report:
     """Ask the DLedger leader at ``broker_addr`` to hand leadership to ``peer_id``."""
-    ok, errors = await _per_broker([broker_addr], DLEDGER_TRANSFER_LEADERSHIP,
-                                   {"peerId": peer_id})
+    transfer = DLedgerRequestCode.DLEDGER_TRANSFER_LEADERSHIP
+    ok, errors = await _per_broker([broker_addr], transfer, {"peerId": peer_id})
     return Report("\n".join(resp.remark or "" for _, resp in ok),
                   {"broker": broker_addr, "peerId": peer_id}, errors)
 

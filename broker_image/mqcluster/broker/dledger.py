@@ -29,6 +29,7 @@ from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
 from mqcluster.broker.dledger_builder import EntryBuilder
 from mqcluster.broker.slave_sync import MetadataSync
+from mqcluster.client.dledger import DLedgerClient
 from mqcluster.common.wallclock import wall_ms
 from mqcluster.ha.dledger_entry import (
     BUILT_VERSION,
@@ -43,6 +44,11 @@ from mqcluster.ha.dledger_entry import (
     encode_raw_batch,
     mark_positions,
     unbuilt,
+)
+from mqcluster.protocol.dledger import (
+    OLDEST_ENTRY_VERSION,
+    DLedgerRequestCode,
+    encode_addresses,
 )
 from mqcluster.raft.diskformat import RaftStoreError
 from mqcluster.raft.node import (
@@ -66,21 +72,12 @@ from mqcluster.store.codec import RecordKind
 from mqcluster.store.errors import StoreLayoutError
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
 from mqcluster.wire.frame import RemotingCommand, ResponseCode
-from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcClient, RpcError
+from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcError
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PROPERTY_DLEDGER_INDEX", "DLedgerReplication", "DLedgerStateMachine",
-           "last_applied", "read_status"]
-
-BROKER_ADDRESSES = 1101
-"""Asked on a peer's Raft address: the broker and gRPC addresses of that replica, and
-the newest entry layout it reads (``entryVersion``, absent before version 3)."""
-DLEDGER_STATUS = 1102
-"""Asked on a broker's address: its Raft term, role, commit index and ledger end."""
-DLEDGER_TRANSFER_LEADERSHIP = 1103
-"""Asked on the leader's broker address, ext ``peerId``: hand leadership to that peer
-(once it has caught up; writes are refused meanwhile)."""
+           "last_applied"]
 
 Position = tuple[int, int]
 DLEDGER_CACHED_LOG_BYTES = 64 * 1024 * 1024
@@ -270,11 +267,11 @@ class DLedgerReplication:
             options=RunnerOptions(snapshot_every=0, inline_persist_below=0.0,
                                   max_clock_gap=0.05,
                                   max_cached_log_bytes=DLEDGER_CACHED_LOG_BYTES))
-        self.runner.registry.register(BROKER_ADDRESSES, self._addresses)
+        self.runner.registry.register(DLedgerRequestCode.BROKER_ADDRESSES, self._addresses)
         self.runner.on_role_change.append(self._role_changed)
-        registry.register(DLEDGER_STATUS, self._status)
-        registry.register(DLEDGER_TRANSFER_LEADERSHIP, self._transfer)
-        self.rpc = RpcClient(connect_timeout=1.0)
+        registry.register(DLedgerRequestCode.DLEDGER_STATUS, self._status)
+        registry.register(DLedgerRequestCode.DLEDGER_TRANSFER_LEADERSHIP, self._transfer)
+        self.peers_api = DLedgerClient(connect_timeout=1.0)
         self._following: asyncio.Task[None] | None = None
         self._asking_versions: asyncio.Task[None] | None = None
         self.peers_read_built = False
@@ -308,7 +305,7 @@ class DLedgerReplication:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         await self.runner.stop()
-        await self.rpc.close()
+        await self.peers_api.close()
 
     # ---- writes -------------------------------------------------------------------
 
@@ -510,9 +507,7 @@ class DLedgerReplication:
         """Ask the leader (on its Raft address) where it serves brokers and clients."""
         while True:
             try:
-                resp = await self.rpc.invoke(raft_addr, RemotingCommand.request(
-                    BROKER_ADDRESSES), 1.0)
-                addrs = _addresses_answer(resp.body)
+                addrs = await self.peers_api.addresses(raft_addr, 1.0)
                 self.ctx.set_role(ReplicaRole(self.follower_id, False, addrs.get("broker"),
                                               addrs.get("grpc"), term))
                 return
@@ -528,12 +523,10 @@ class DLedgerReplication:
         while pending:
             for peer, addr in list(pending.items()):
                 try:
-                    resp = await self.rpc.invoke(addr, RemotingCommand.request(
-                        BROKER_ADDRESSES), 1.0)
-                    answer = _addresses_answer(resp.body)
+                    answer = await self.peers_api.addresses(addr, 1.0)
                 except (RpcError, OSError, ValueError):
                     continue
-                if answer.get("entryVersion", 2) >= BUILT_VERSION:
+                if answer.get("entryVersion", OLDEST_ENTRY_VERSION) >= BUILT_VERSION:
                     del pending[peer]
             if pending:
                 await asyncio.sleep(0.2)
@@ -542,8 +535,7 @@ class DLedgerReplication:
 
     async def _addresses(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         addrs = self.ctx.addresses
-        return cmd.response(body=json.dumps({"broker": addrs.broker, "grpc": addrs.grpc,
-                                             "entryVersion": ENTRY_VERSION}).encode())
+        return cmd.response(body=encode_addresses(addrs.broker, addrs.grpc, ENTRY_VERSION))
 
     async def _status(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         answer = self.runner.status().to_json()
@@ -565,37 +557,8 @@ class DLedgerReplication:
         return cmd.response(remark=f"transferring leadership to {target}")
 
 
-def _addresses_answer(body: bytes) -> dict[str, Any]:
-    """A peer's answer to BROKER_ADDRESSES: ``broker``/``grpc`` strings (or absent) and
-    ``entryVersion`` an int; ValueError for anything else."""
-    try:
-        doc = json.loads(body or b"{}")
-    except RecursionError:
-        raise ValueError("BROKER_ADDRESSES answer nested too deep") from None
-    if not isinstance(doc, dict):
-        raise ValueError("BROKER_ADDRESSES answer is not a JSON object")
-    for key in ("broker", "grpc"):
-        if doc.get(key) is not None and (not isinstance(doc[key], str) or len(doc[key]) > 255):
-            raise ValueError(f"BROKER_ADDRESSES answer: {key} is not an address")
-    version = doc.get("entryVersion", 2)
-    if type(version) is not int:
-        raise ValueError("BROKER_ADDRESSES answer: entryVersion is not an integer")
-    return doc
-
-
 def _refusal(exc: BaseException) -> BatchPutResult:
     if isinstance(exc, RaftNotLeaderError):
         return BatchPutResult(PutStatus.SERVICE_NOT_AVAILABLE,
                               remark=f"not the DLedger leader (leader: {exc.leader_id})")
     return BatchPutResult(PutStatus.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
-
-
-async def read_status(rpc: RpcClient, addr: str, timeout: float = 1.0) -> dict[str, object] | None:
-    """A replica's answer to DLEDGER_STATUS (peer id, role, term, indexes), or None when it
-    does not answer."""
-    try:
-        resp = await rpc.invoke(addr, RemotingCommand.request(DLEDGER_STATUS), timeout)
-    except (RpcError, OSError, TimeoutError):
-        return None
-    data = json.loads(resp.body or b"{}")
-    return data if isinstance(data, dict) else None

@@ -16,9 +16,8 @@ import logging
 from typing import Any
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.handlers.sync import GET_ALL_CONSUMER_OFFSET
-from mqcluster.broker.protocol import RequestCode
 from mqcluster.client.broker_api import BrokerApi
+from mqcluster.protocol.broker import RequestCode
 from mqcluster.wire.frame import RemotingCommand
 
 log = logging.getLogger(__name__)
@@ -48,7 +47,7 @@ async def sync_from_master(ctx: BrokerContext, api: BrokerApi) -> None:
     if groups and groups != store.subscriptions.encode():
         store.subscriptions.decode(groups)
         store.subscriptions.persist()
-    offsets = await _fetch(api, addr, GET_ALL_CONSUMER_OFFSET)
+    offsets = await _fetch(api, addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
     if offsets.get("offsetTable") is not None and offsets != store.offsets.encode():
         store.offsets.decode(offsets)
         store.offsets.dirty = True

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from mqcluster.admin.broker_protocol import CreateTopicRequestHeader
-from mqcluster.broker.protocol import SubscriptionGroupConfig
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import ClientError
 from mqcluster.namesrv.client import NamesrvClient, NamesrvError
+from mqcluster.protocol.broker import CreateTopicRequestHeader, SubscriptionGroupConfig
 from mqcluster.protocol.namesrv import DEFAULT_PERM, TopicConfig
 
 

@@ -10,19 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from mqcluster.admin.broker_protocol import CreateTopicRequestHeader, DeleteTopicRequestHeader
-from mqcluster.broker.protocol import (
-    BrokerResponseCode,
-    GetMaxOffsetRequestHeader,
-    PullMessageRequestHeader,
-    PullMessageResponseHeader,
-    QueryConsumerOffsetRequestHeader,
-    RequestCode,
-    SearchOffsetRequestHeader,
-    SendMessageResponseHeader,
-    SubscriptionGroupConfig,
-    UpdateConsumerOffsetRequestHeader,
-)
 from mqcluster.broker.remoting_codec import (
     CodecError,
     WireMessage,
@@ -33,6 +20,20 @@ from mqcluster.broker.remoting_codec import (
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import PullResult, PullStatus
 from mqcluster.client.send_header import send_header_v1, send_response, send_v2_frame
+from mqcluster.protocol.broker import (
+    BrokerResponseCode,
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetMaxOffsetRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    RequestCode,
+    SearchOffsetRequestHeader,
+    SendMessageResponseHeader,
+    SubscriptionGroupConfig,
+    UpdateConsumerOffsetRequestHeader,
+)
 from mqcluster.protocol.namesrv import TopicConfig, TopicConfigSerializeWrapper
 from mqcluster.wire.frame import FrameError, RemotingCommand
 from mqcluster.wire.header import Header

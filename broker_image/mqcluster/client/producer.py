@@ -7,7 +7,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 
-from mqcluster.broker.protocol import BrokerResponseCode, SendMessageResponseHeader
 from mqcluster.broker.remoting_codec import (
     CodecError,
     encode_batch_entry,
@@ -20,6 +19,7 @@ from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import Message, MessageQueue, SendResult
 from mqcluster.client.route import NoRouteError, RouteResolver, TopicRoute
 from mqcluster.client.uniq_key import UniqKeyGenerator
+from mqcluster.protocol.broker import BrokerResponseCode, SendMessageResponseHeader
 from mqcluster.store.message import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,

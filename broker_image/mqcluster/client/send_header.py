@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
-from mqcluster.broker.protocol import RequestCode, SendMessageResponseHeader
 from mqcluster.client.errors import ClientError
+from mqcluster.protocol.broker import RequestCode, SendMessageResponseHeader
 from mqcluster.wire.frame import FrameError, RemotingCommand, encode_frame, frame_of
 
 DEFAULT_TOPIC = "TBW102"

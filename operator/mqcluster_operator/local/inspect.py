@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from mqcluster.broker.dledger import DLEDGER_STATUS
+from mqcluster.client.dledger import DLedgerClient
 from mqcluster.controller.client import ControllerClient
-from mqcluster.wire.frame import RemotingCommand
-from mqcluster.wire.rpc import RpcClient, RpcError
 
 from .runner import Running
 
@@ -41,22 +38,20 @@ async def group_state(replicas: list[Running]) -> GroupState:
         return GroupState(first.group, "Controller", by_addr.get(info.master_address or ""),
                           in_sync, info.master_epoch)
     leader, term, followers = None, 0, []
-    rpc = RpcClient(connect_timeout=0.5)
+    dledger = DLedgerClient(connect_timeout=0.5)
     try:
         for r in replicas:
             if not r.alive:
                 continue
-            try:
-                resp = await rpc.invoke(r.addr, RemotingCommand.request(DLEDGER_STATUS), 1.0)
-            except RpcError:
+            status = await dledger.status(r.addr, 1.0)
+            if status is None:
                 continue
-            status = json.loads(resp.body or b"{}")
             if status.get("role") == "LEADER":
                 leader, term = r.name, int(status.get("term", 0))
             else:
                 followers.append(r.name)
     finally:
-        await rpc.close()
+        await dledger.close()
     in_sync = tuple(sorted([*([leader] if leader else []), *followers]))
     return GroupState(first.group, "DLedger", leader, in_sync, term)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mqcluster.broker.protocol import BrokerResponseCode, RequestCode
+from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
 from tests.broker.handlers.harness import remoting_broker
 
 CREATE = {"topic": "Published", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6"}

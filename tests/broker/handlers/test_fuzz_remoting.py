@@ -13,9 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqcluster.broker.handlers import ops
-from mqcluster.broker.handlers.sync import GET_ALL_CONSUMER_OFFSET
-from mqcluster.broker.protocol import BrokerResponseCode, RequestCode
 from mqcluster.broker.remoting_codec import (
     CodecError,
     WireMessage,
@@ -26,6 +23,7 @@ from mqcluster.broker.remoting_codec import (
     encode_properties,
     stored_properties,
 )
+from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
 from mqcluster.store.topic_config import TopicConfig
 from tests.broker.handlers.harness import Broker, remoting_broker
 
@@ -64,12 +62,12 @@ FIELDS = {
     RequestCode.GET_ALL_TOPIC_CONFIG: ["x"],
     RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: ["x"],
     RequestCode.GET_BROKER_RUNTIME_INFO: ["x"],
-    ops.VIEW_MESSAGE_BY_ID: ["offset"],
-    ops.GET_CONSUME_STATS: ["consumerGroup", "topic"],
-    ops.GET_PRODUCER_CONNECTION_LIST: ["topic", "producerGroup"],
-    ops.GET_CONSUMER_CONNECTION_LIST: ["consumerGroup"],
-    ops.GET_BROKER_CONFIG: ["x"],
-    GET_ALL_CONSUMER_OFFSET: ["x"],
+    RequestCode.VIEW_MESSAGE_BY_ID: ["offset"],
+    RequestCode.GET_CONSUME_STATS: ["consumerGroup", "topic"],
+    RequestCode.GET_PRODUCER_CONNECTION_LIST: ["topic", "producerGroup"],
+    RequestCode.GET_CONSUMER_CONNECTION_LIST: ["consumerGroup"],
+    RequestCode.GET_BROKER_CONFIG: ["x"],
+    RequestCode.GET_ALL_CONSUMER_OFFSET: ["x"],
 }
 # Good values, so that a request with one field fuzzed gets past the others.
 BASE = {
@@ -88,8 +86,8 @@ BASE = {
                                           "writeQueueNums": "2", "perm": "6"},
     RequestCode.DELETE_SUBSCRIPTIONGROUP: {"groupName": "Nope"},
     RequestCode.DELETE_TOPIC_IN_BROKER: {"topic": "Nope"},
-    ops.VIEW_MESSAGE_BY_ID: {"offset": "0"},
-    ops.GET_CONSUME_STATS: {"consumerGroup": "G"},
+    RequestCode.VIEW_MESSAGE_BY_ID: {"offset": "0"},
+    RequestCode.GET_CONSUME_STATS: {"consumerGroup": "G"},
 }
 
 
@@ -147,7 +145,7 @@ def test_any_header_values_get_an_answer_never_a_system_error(
     if topics.get(TOPIC) != TopicConfig(TOPIC, 2, 2):  # (deleted or changed: as it was)
         topics.put(TopicConfig(TOPIC, 2, 2))
         before = _config_files(broker)
-    if code == ops.VIEW_MESSAGE_BY_ID and answer == BrokerResponseCode.SYSTEM_ERROR:
+    if code == RequestCode.VIEW_MESSAGE_BY_ID and answer == BrokerResponseCode.SYSTEM_ERROR:
         assert (remark or "").startswith("no message at commitlog offset")  # (RocketMQ's code)
     else:
         assert answer != BrokerResponseCode.SYSTEM_ERROR, remark

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.broker.protocol import BrokerResponseCode, RequestCode
+from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
 from tests.broker.handlers.harness import Broker, remoting_broker
 
 TOPIC = "T"

@@ -6,14 +6,7 @@ import json
 
 from pydantic import ValidationError
 
-from mqcluster.admin.broker_protocol import DeleteTopicRequestHeader, decode_update_topic
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.protocol import (
-    BrokerResponseCode,
-    DeleteSubscriptionGroupRequestHeader,
-    RequestCode,
-    SubscriptionGroupConfig,
-)
 from mqcluster.broker.request_checks import perm_problem
 from mqcluster.broker.runtime_info import runtime_table
 from mqcluster.broker.topic_service import (
@@ -23,6 +16,14 @@ from mqcluster.broker.topic_service import (
     check_topic_name,
 )
 from mqcluster.common.javaints import INT32_MAX
+from mqcluster.protocol.broker import (
+    BrokerResponseCode,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    RequestCode,
+    SubscriptionGroupConfig,
+    decode_update_topic,
+)
 from mqcluster.store.subscription_group import SubscriptionGroupConfig as StoredGroup
 from mqcluster.store.topic_config import TopicConfig
 from mqcluster.wire.frame import RemotingCommand

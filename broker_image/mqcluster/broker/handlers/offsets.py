@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.protocol import (
+from mqcluster.broker.request_checks import names_rejection
+from mqcluster.protocol.broker import (
     BrokerResponseCode,
     GetMaxOffsetRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -11,7 +12,6 @@ from mqcluster.broker.protocol import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from mqcluster.broker.request_checks import names_rejection
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 

@@ -14,18 +14,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.broker.protocol import BrokerResponseCode
 from mqcluster.common.config import parse_properties
 from mqcluster.common.javaints import INT64_MAX
+from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
-
-UPDATE_BROKER_CONFIG = 25
-GET_BROKER_CONFIG = 26
-VIEW_MESSAGE_BY_ID = 33
-GET_CONSUMER_CONNECTION_LIST = 203
-GET_PRODUCER_CONNECTION_LIST = 204
-GET_CONSUME_STATS = 208
 
 RUNTIME_KEYS = frozenset({
     "brokerPermission", "autoCreateTopicEnable", "autoCreateSubscriptionGroup",
@@ -43,12 +36,12 @@ class OpsHandlers:
         self.ctx = ctx
 
     def register(self, registry: HandlerRegistry) -> None:
-        registry.register(GET_BROKER_CONFIG, self.get_config)
-        registry.register(UPDATE_BROKER_CONFIG, self.update_config)
-        registry.register(GET_CONSUME_STATS, self.consume_stats)
-        registry.register(VIEW_MESSAGE_BY_ID, self.view_message)
-        registry.register(GET_PRODUCER_CONNECTION_LIST, self.producers)
-        registry.register(GET_CONSUMER_CONNECTION_LIST, self.consumers)
+        registry.register(RequestCode.GET_BROKER_CONFIG, self.get_config)
+        registry.register(RequestCode.UPDATE_BROKER_CONFIG, self.update_config)
+        registry.register(RequestCode.GET_CONSUME_STATS, self.consume_stats)
+        registry.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message)
+        registry.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producers)
+        registry.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, self.consumers)
 
     async def get_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         values = self.ctx.config.model_dump(mode="json")

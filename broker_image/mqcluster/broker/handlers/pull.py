@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from mqcluster.broker.protocol import (
+from mqcluster.broker.pull_service import PullService
+from mqcluster.broker.remoting_codec import encode_pulled
+from mqcluster.protocol.broker import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     RequestCode,
 )
-from mqcluster.broker.pull_service import PullService
-from mqcluster.broker.remoting_codec import encode_pulled
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 from mqcluster.broker.context import BrokerContext
+from mqcluster.protocol.broker import RequestCode
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
-
-GET_ALL_CONSUMER_OFFSET = 43
 
 
 class SyncHandlers:
@@ -17,7 +16,7 @@ class SyncHandlers:
         self.ctx = ctx
 
     def register(self, registry: HandlerRegistry) -> None:
-        registry.register(GET_ALL_CONSUMER_OFFSET, self.all_offsets)
+        registry.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.all_offsets)
 
     async def all_offsets(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         body = json.dumps(self.ctx.store.offsets.encode(), separators=(",", ":"))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqcluster.broker.dledger import _addresses_answer
+from mqcluster.protocol.dledger import decode_addresses
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -24,7 +24,7 @@ JSON = st.recursive(
 @given(st.one_of(JSON.map(lambda v: json.dumps(v).encode()), st.binary(max_size=40)))
 def test_any_answer_is_addresses_or_value_error(body: bytes) -> None:
     try:
-        doc = _addresses_answer(body)
+        doc = decode_addresses(body)
     except ValueError:
         return
     assert isinstance(doc, dict)
@@ -36,9 +36,9 @@ def test_any_answer_is_addresses_or_value_error(body: bytes) -> None:
                                   b"[" * 100_000])
 def test_malformed_answers_are_value_errors(body: Any) -> None:
     with pytest.raises(ValueError):
-        _addresses_answer(body)
+        decode_addresses(body)
 
 
 def test_a_good_answer() -> None:
     body = b'{"broker": "127.0.0.5:10911", "grpc": "127.0.0.5:8081", "entryVersion": 3}'
-    assert _addresses_answer(body)["entryVersion"] == 3
+    assert decode_addresses(body)["entryVersion"] == 3

@@ -1,9 +1,11 @@
-"""Broker request/response codes and headers, as RocketMQ's remoting names them.
+"""Broker request/response codes and headers, as RocketMQ's remoting names them:
+messaging (send, pull, offsets), topic and subscription-group admin, and operations
+(broker config, consume stats, messages by offset, client connections).
 
 Headers are ``extFields`` (:mod:`mqcluster.wire.header`: a bad field raises
-HeaderError naming it, answered with INVALID_REQUEST). Topic admin headers
-(UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER) are in
-:mod:`mqcluster.admin.broker_protocol`, shared with mqadmin.
+HeaderError naming it, answered with INVALID_REQUEST). ``GET_BROKER_EPOCH_CACHE``
+(1007) belongs to the controller protocol (RIP-44, :mod:`mqcluster.protocol.controller`);
+the DLedger-mode requests to :mod:`mqcluster.protocol.dledger`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import msgspec
 from pydantic import Field
 
 from mqcluster.common.javaints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from mqcluster.protocol.namesrv import Model
+from mqcluster.protocol.namesrv import DEFAULT_PERM, Model, TopicConfig
+from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import Header, renamed
 
 __all__ = [
     "BrokerResponseCode",
+    "CreateTopicRequestHeader",
+    "DeleteTopicRequestHeader",
     "GetMaxOffsetRequestHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
@@ -58,13 +63,20 @@ class RequestCode(IntEnum):
     UPDATE_CONSUMER_OFFSET = 15
     UPDATE_AND_CREATE_TOPIC = 17
     GET_ALL_TOPIC_CONFIG = 21
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
     GET_BROKER_RUNTIME_INFO = 28
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
+    VIEW_MESSAGE_BY_ID = 33
+    GET_ALL_CONSUMER_OFFSET = 43
     UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
     GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+    GET_CONSUMER_CONNECTION_LIST = 203
+    GET_PRODUCER_CONNECTION_LIST = 204
     DELETE_SUBSCRIPTIONGROUP = 207
+    GET_CONSUME_STATS = 208
     DELETE_TOPIC_IN_BROKER = 215
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
@@ -87,6 +99,7 @@ class BrokerResponseCode(IntEnum):
     PULL_RETRY_IMMEDIATELY = 20
     PULL_OFFSET_MOVED = 21
     QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_PARSE_FAILED = 23
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
 
 
@@ -223,3 +236,41 @@ class SubscriptionGroupConfig(Model):
 
 class DeleteSubscriptionGroupRequestHeader(Header):
     groupName: NonEmptyStr
+
+
+class CreateTopicRequestHeader(Header):
+    """Header of UPDATE_AND_CREATE_TOPIC; creates the topic or replaces its config."""
+
+    topic: str
+    defaultTopic: str = "TBW102"
+    readQueueNums: int = 8
+    writeQueueNums: int = 8
+    perm: int = DEFAULT_PERM
+    topicFilterType: str = "SINGLE_TAG"
+    topicSysFlag: int = 0
+    order: bool = False
+    attributes: str | None = None
+
+    def to_topic_config(self) -> TopicConfig:
+        return TopicConfig(
+            topicName=self.topic,
+            readQueueNums=self.readQueueNums,
+            writeQueueNums=self.writeQueueNums,
+            perm=self.perm,
+            topicFilterType=self.topicFilterType,
+            topicSysFlag=self.topicSysFlag,
+            order=self.order,
+        )
+
+
+class DeleteTopicRequestHeader(Header):
+    topic: str
+
+
+def encode_update_topic(header: CreateTopicRequestHeader) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+
+
+def decode_update_topic(cmd: RemotingCommand) -> CreateTopicRequestHeader:
+    """Parse the header on the broker side; a bad field raises FrameError naming it."""
+    return CreateTopicRequestHeader.from_ext(cmd.ext_fields)
