@@ -73,7 +73,7 @@ class Writer:
         return [dict(c) for c in conditions if self.owns(str(c.get("type")))]
 
 
-# The election followers (election_followers.py) and the reconciliation (handlers.py).
+# The election followers (follow/) and the reconciliation (handlers.py).
 FOLLOWER = Writer("mqcluster-operator-follower",
                   frozenset({"MasterElected", "Upgrading", "LeaderElected", "Migrating",
                              "Degraded", "Scaling"}))

@@ -29,8 +29,9 @@ import kopf
 
 from . import conditions, kopf_settings, metrics, names, readiness, reconcile, views
 from .applied import AppliedCache
-from .election_followers import BrokerGroupFollower, ControllerFollower
 from .events import build_event
+from .follow.controller import ControllerFollower
+from .follow.daemon import BrokerGroupFollower
 from .follow.election_poller import ElectionHub
 from .follow.election_probes import default_probe
 from .k8s import Api, ApiError, Ref, differs

@@ -3,8 +3,8 @@
 The pure part: the election state (``Election``, ``ReplicaState``), the seam to
 the cluster (``ControllerProbe``; implementations in ``election_probes``), and
 ``plan_follow``: election + pods + previous status in, relabels, a status patch and
-an optional MasterChanged event out. The I/O is in ``election_followers`` (the
-daemons' steps) and ``election_poller`` (one shared poll per controller cluster).
+an optional MasterChanged event out. The I/O is in ``following`` (the step) and
+``election_poller`` (one shared poll per controller cluster).
 """
 
 from __future__ import annotations

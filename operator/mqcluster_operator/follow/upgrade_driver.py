@@ -1,14 +1,19 @@
 """The brokers' side of a rolling upgrade (mqadmin's calls): commitlog offsets for the
-catch-up check, DLedger leadership transfer, and config keys applied without a restart."""
+catch-up check and DLedger leadership transfer.
+
+``AdminUpgradeDriver`` also pushes runtime config (``runtime_config_driver``): one
+driver, over the brokers' remoting port, for both."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from mqcluster.admin import ops
 from mqcluster.admin.commands import AdminError
+
+from .runtime_config_driver import AdminRuntimeConfigDriver
 
 
 class UpgradeDriver(Protocol):
@@ -21,21 +26,10 @@ class UpgradeDriver(Protocol):
         AdminError when it refuses."""
         ...
 
-    async def update_config(self, brokers: Sequence[str], changes: Mapping[str, str]) -> list[str]:
-        """``updateBrokerConfig`` of each key on every broker; the errors (empty: all applied)."""
-        ...
-
-
-def _same(address: str) -> str:
-    return address
-
 
 @dataclass
-class AdminUpgradeDriver:
-    """Over the brokers' remoting port. ``resolve`` maps a pod's DNS address to the one
-    to dial (tests run pods on 127.0.0.x)."""
-
-    resolve: Callable[[str], str] = field(default=_same)
+class AdminUpgradeDriver(AdminRuntimeConfigDriver):
+    """Over the brokers' remoting port (``resolve``: see AdminRuntimeConfigDriver)."""
 
     async def max_offsets(self, brokers: Sequence[str]) -> dict[str, int]:
         by_local = {self.resolve(b): b for b in brokers}
@@ -54,15 +48,3 @@ class AdminUpgradeDriver:
         report = await ops.dledger_transfer_leadership(self.resolve(leader), peer_id)
         if report.errors:
             raise AdminError("; ".join(report.errors))
-
-    async def update_config(self, brokers: Sequence[str], changes: Mapping[str, str]) -> list[str]:
-        errors: list[str] = []
-        for key, value in sorted(changes.items()):
-            try:
-                report = await ops.update_broker_config(
-                    [self.resolve(b) for b in brokers], key, value)
-            except (AdminError, OSError) as exc:
-                errors.append(str(exc))
-                continue
-            errors.extend(report.errors)
-        return errors

@@ -9,11 +9,11 @@ from typing import Any
 
 from mqcluster.admin.commands import AdminError
 from mqcluster_operator import names
-from mqcluster_operator.election_followers import BrokerGroupFollower
+from mqcluster_operator.follow.daemon import BrokerGroupFollower
 from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
-from .test_election_followers import NS, FixedHub, Log, addr
+from .fakes import NS, FixedHub, Log, addr
 
 
 def pod(ordinal: int, revision: str, uid: str) -> dict[str, Any]:

@@ -1,0 +1,38 @@
+"""The brokers' side of a scale-down (mqadmin's calls): stopped replicas cleaned from the
+controllers' metadata, then unregistered from the name servers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mqcluster.admin import ops
+from mqcluster.namesrv.client import NamesrvClient
+
+
+class ScalingDriver(Protocol):
+    async def retire(self, controllers: Sequence[str], namesrvs: Sequence[str], cluster: str,
+                     broker_name: str, broker_ids: Sequence[int],
+                     addresses: Sequence[str]) -> None:
+        """CleanBrokerData for stopped replicas (raises while the controller refuses),
+        then their addresses unregistered from the name servers."""
+        ...
+
+
+class AdminScalingDriver:
+    """Over the controllers' and name servers' remoting ports."""
+
+    async def retire(self, controllers: Sequence[str], namesrvs: Sequence[str], cluster: str,
+                     broker_name: str, broker_ids: Sequence[int],
+                     addresses: Sequence[str]) -> None:
+        if broker_ids:
+            await ops.clean_broker_metadata(";".join(controllers), cluster, broker_name,
+                                            ";".join(str(i) for i in broker_ids), False)
+        if namesrvs:
+            client = NamesrvClient(list(namesrvs))
+            try:
+                for addr, broker_id in zip(addresses, broker_ids, strict=True):
+                    if addr:
+                        await client.unregister_broker(cluster, broker_name, addr, broker_id)
+            finally:
+                await client.close()
