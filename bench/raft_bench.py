@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from bench import Row, cpu_seconds
-from mqcluster.raft.client import RaftClient
 from mqcluster.raft.node import RunnerOptions
+from mqcluster_testing.raft.client import RaftClient
 from mqcluster_testing.raft.localgroup import LocalGroup
 
 NAME = "raft"

@@ -1,1 +1,1 @@
-"""Raft groups of real ``mqraft`` processes."""
+"""Raft groups of real ``mqraft`` processes, and their client."""

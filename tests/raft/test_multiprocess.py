@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.raft.client import ProposeOutcomeUnknownError, RaftClient
 from mqcluster_testing.procs import Procs, procs  # noqa: F401  (fixture)
+from mqcluster_testing.raft.client import ProposeOutcomeUnknownError, RaftClient
 from mqcluster_testing.raft.localgroup import LocalGroup
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

@@ -1,4 +1,5 @@
-"""Client of ``mqraft`` members: propose (following leader redirects), status, read."""
+"""A client of ``mqraft`` members for tests and benches: propose (following leader
+redirects), status, read."""
 
 from __future__ import annotations
 
@@ -150,8 +151,8 @@ async def _cli(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mqcluster.raft.client --peers SPEC status|propose V...|read``."""
-    p = argparse.ArgumentParser(prog="python -m mqcluster.raft.client")
+    """``python -m mqcluster_testing.raft.client --peers SPEC status|propose V...|read``."""
+    p = argparse.ArgumentParser(prog="python -m mqcluster_testing.raft.client")
     p.add_argument("--peers", required=True, help='"n0-host:port;n1-host:port;..."')
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("status", help="role, term, leader and progress of every member")
