@@ -231,7 +231,7 @@ HEARTBEAT_RULE: JsonDict = {
 class BrokerFailureDetection(CRModel):
     """How soon a hung or cut-off master is replaced. Rendered into every broker's file;
     the defaults (RocketMQ's and DLedger's key names) replace it within 3 s and let a
-    master stall 1.5 s (controller mode) or 1.9 s (DLedger) without a failover."""
+    master stall 1.5 s (controller mode) or 1.4 s (DLedger) without a failover."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [HEARTBEAT_RULE]})
 
