@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any, Literal
 
 from mqcluster.controller.client import ControllerClient, ReplicaInfo
 from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
@@ -19,17 +20,30 @@ from mqcluster_testing.procs import free_addr
 
 GROUP = "group-a"
 CLUSTER = "HACluster"
+Detection = Literal["fast", "shipped"]
+FAST_BROKER_DETECTION = {"brokerHeartbeatInterval": "300",
+                         "controllerHeartBeatTimeoutMills": "1500"}
+FAST_CONTROLLER_DETECTION = {"scanNotActiveBrokerInterval": "200",
+                             "brokerHeartbeatTimeoutMills": "1500"}
+"""Tuned failure detection, shorter than what ships, so the suite's failovers take
+less time. Benches and the shipped-defaults tests use ``detection="shipped"``."""
 
 
 class ProcessGroup(BrokerProcesses):
-    def __init__(self, tmp: Path, size: int = 3, **broker_props: str) -> None:
+    def __init__(self, tmp: Path, size: int = 3, *, detection: Detection = "fast",
+                 **broker_props: str) -> None:
         self.tmp = tmp
         self.size = size
-        self.broker_props = broker_props
+        self.detection = detection
+        fast = detection == "fast"
+        self.broker_props = {**(FAST_BROKER_DETECTION if fast else {}), **broker_props}
+        addrs = [free_addr() for _ in range(3)]
         self.controllers = LocalControllerCluster(
-            [free_addr() for _ in range(3)], tmp / "controllers",
-            options={"scanNotActiveBrokerInterval": "200",
-                     "brokerHeartbeatTimeoutMills": "1500"})
+            addrs, tmp / "controllers",
+            # /health lists each controller's recent elections and what triggered them
+            metrics_ports=[int(free_addr(a.rpartition(":")[0]).rpartition(":")[2])
+                           for a in addrs],
+            options=FAST_CONTROLLER_DETECTION if fast else {})
         self.namesrv: NamesrvProc | None = None
         self.brokers: list[BrokerProc] = []
         self.client: ControllerClient | None = None
@@ -54,8 +68,6 @@ class ProcessGroup(BrokerProcesses):
                 "enableProxy": "true",
                 "allAckInSyncStateSet": "true",
                 "syncBrokerMetadataPeriod": "500",
-                "brokerHeartbeatInterval": "300",
-                "controllerHeartBeatTimeoutMills": "1500",
                 "haSendHeartbeatInterval": "300",
                 "haMaxTimeSlaveNotCatchup": "4000",
                 "slaveTimeout": "3000",
@@ -71,6 +83,16 @@ class ProcessGroup(BrokerProcesses):
     async def replica_info(self) -> ReplicaInfo:
         assert self.client is not None
         return await self.client.get_replica_info(GROUP)
+
+    async def elections(self) -> list[dict[str, Any]]:
+        """The recent elections every running controller recorded (``/health``): trigger,
+        old and new master, detection and consensus times."""
+        out: list[dict[str, Any]] = []
+        for node in self.controllers.procs:
+            with contextlib.suppress(OSError, ValueError):
+                health = await asyncio.to_thread(self.controllers.health, node)
+                out.extend(health.get("recentElections", []))
+        return out
 
     def index_of(self, addr: str | None) -> int | None:
         return next((i for i, b in enumerate(self.brokers) if b.addr == addr), None)
