@@ -1,7 +1,10 @@
 """``python -m chaos [--duration S] [--seed N] [--scenarios controller,dledger] [--overlap]``:
 run the chaos scenarios one after another (the duration is shared between them) and
 print one table; exit 1 when any scenario lost, duplicated or reordered a message,
-left the replicas different, or failed to run.
+left the replicas different, or failed to run. Where FUSE is available the brokers'
+stores are ``chaos.lazyfs`` mounts and the faults include power loss; the scenario
+``controller-async`` (ASYNC_FLUSH) may lose acknowledged messages to it, and the table
+says how many and how long before the power loss they were acknowledged.
 
 ``python -m chaos fuzz [--frames N]`` throws hostile frames at every listener of both
 groups instead (``chaos.fuzz``)."""

@@ -27,11 +27,18 @@ class Verdict:
     an event, no producer history at all): the verdict cannot hold then."""
     replicas_detail: str = ""
     max_unavailable_ms: int = 0
+    loss_allowed: bool = False
+    """The mode does not promise to keep what a power loss of every replica takes
+    (ASYNC_FLUSH): its loss is measured in ``loss_windows_ms`` instead of failing."""
+    loss_windows_ms: list[int] = field(default_factory=list)
+    """Each lost message: from its acknowledgement to the power loss that took it."""
 
     @property
     def ok(self) -> bool:
-        return (not self.lost and not self.duplicated and not self.reordered
-                and not self.unconsumed and self.replicas_identical and not self.unreadable)
+        lost = set(self.lost) if not self.loss_allowed else set()
+        return (not lost and not self.duplicated and not self.reordered
+                and not set(self.unconsumed) - (set(self.lost) - lost)
+                and self.replicas_identical and not self.unreadable)
 
 
 def read_events(paths: list[Path], unreadable: list[str] | None = None
@@ -80,12 +87,30 @@ def check(cluster: ChaosCluster, master: int, histories: list[Path]) -> Verdict:
     reordered += [f"{r.group}:{r.key}" for r in rules.receive_reordered(receipts)]
     received = {e["key"] for e in events if e["event"] == "receive"}
     same, detail = cluster.replicas_identical()
+    lost = rules.lost(acked, (c.key for c in copies))
     return Verdict(
         acknowledged=len(set(acked)),
         failed_sends=sum(e["event"] == "fail" for e in events),
-        lost=rules.lost(acked, (c.key for c in copies)),
+        lost=lost, loss_allowed=not cluster.promises_no_loss,
+        loss_windows_ms=loss_windows(lost, acks, cluster.power_losses),
         duplicated=duplicated, retried=retried, reordered=reordered,
         unconsumed=sorted(set(acked) - received),
         replicas_identical=same, replicas_detail=detail, unreadable=unreadable,
         max_unavailable_ms=rules.max_unavailable_ms([e["time_ms"] for e in acks]),
     )
+
+
+def loss_windows(lost: list[str], acks: list[dict[str, Any]], power_losses: list[int]
+                 ) -> list[int]:
+    """For each lost message, the ms from its acknowledgement to the first power loss
+    after it (a message lost with no power loss after it gets none)."""
+    acked_at = {e["key"]: e["time_ms"] for e in acks}
+    out = []
+    for key in lost:
+        at = acked_at.get(key)
+        if at is None:
+            continue
+        after = [t for t in power_losses if t >= at]
+        if after:
+            out.append(min(after) - at)
+    return out

@@ -2,7 +2,9 @@
 server, a broker group of 3, a ``client`` host for the workload, and the offline reads
 of the stores. Every broker and controller starts with its own fault-seam files (slow
 fsync, wall-clock offset) in the run directory; writing them is how the faults reach
-the processes. The replication modes are ``chaos.controller_mode`` and
+the processes. With ``lazy``, each broker's store directory is a ``chaos.lazyfs`` mount
+(its synced state in ``b<i>/store.disk``), so that a power loss can drop what the
+broker had not fsynced. The replication modes are ``chaos.controller_mode`` and
 ``chaos.dledger_mode``.
 """
 
@@ -15,7 +17,9 @@ import subprocess
 import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
+from chaos.lazymount import LazyMount
 from chaos.netns import Host, Network
 from chaos.process import HostProcess
 from mqcluster.common.wallclock import ENV as CLOCK_ENV
@@ -33,11 +37,19 @@ BROKER_PORTS = {"listenPort": 10911, "haListenPort": 10912, "grpcServerPort": 80
 
 class ChaosCluster(ABC):
     mode: str
+    """The replication mode, which picks the faults that apply."""
     group: str
+    promises_no_loss = True
+    """Whether a power loss of every replica at once may lose acknowledged messages
+    (ASYNC_FLUSH may: its loss is measured, not held to zero)."""
 
-    def __init__(self, net: Network, workdir: Path) -> None:
+    def __init__(self, net: Network, workdir: Path, lazy: bool = False) -> None:
         self.net = net
         self.dir = workdir
+        self.lazy = lazy
+        self.mounts: list[LazyMount | None] = []
+        self.power_losses: list[int] = []
+        """Wall-clock ms of each power loss (the replicas killed), for the loss window."""
         self.namesrv: HostProcess | None = None
         self.controllers: list[HostProcess] = []
         self.brokers: list[HostProcess] = []
@@ -77,6 +89,11 @@ class ChaosCluster(ABC):
     def add_broker(self, i: int, host: Host, **props: str) -> HostProcess:
         root = self.dir / f"b{i}"
         root.mkdir(parents=True, exist_ok=True)
+        mount = None
+        if self.lazy:
+            mount = LazyMount(root / "store", root / "store.disk", self.dir / f"b{i}.lazyfs.log")
+            mount.mount_sync()
+        self.mounts.append(mount)
         assert self.namesrv is not None
         values = {
             "brokerClusterName": f"Chaos{self.mode.title()}", "brokerName": self.group,
@@ -178,6 +195,20 @@ class ChaosCluster(ABC):
     def message_group(self, m: StoredMessage) -> str | None:
         return m.properties.get(PROPERTY_MSG_GROUP)
 
+    # ------------------------------------------------------------------ power
+
+    async def power_cycle(self, i: int) -> dict[str, Any]:
+        """Broker ``i`` is down: its store loses every write not fsynced, and its
+        filesystem is ended and mounted again (nothing of it stays in the kernel's
+        caches); what was lost."""
+        mount = self.mounts[i] if i < len(self.mounts) else None
+        if mount is None:
+            raise RuntimeError("power loss needs the stores on lazyfs (FUSE) mounts")
+        assert not self.brokers[i].alive, "a power loss hits stopped replicas only"
+        lost = await mount.power_off()
+        await mount.mount()
+        return lost
+
     # ------------------------------------------------------------------ teardown
 
     async def close(self) -> None:
@@ -186,6 +217,10 @@ class ChaosCluster(ABC):
             with contextlib.suppress(Exception):
                 p.wake()
                 await p.kill()
+        for m in self.mounts:
+            if m is not None:
+                with contextlib.suppress(Exception):
+                    await m.unmount()
         await self.rpc.close()
 
     def logs(self) -> str:

@@ -1,6 +1,6 @@
 """Controller mode: 3 ``mqcontroller``, and a group of 3 ``mqbroker`` with
 ``allAckInSyncStateSet=true`` and SYNC_FLUSH (so a slow disk is on the path of every
-acknowledgement)."""
+acknowledgement); ``AsyncFlushControllerCluster`` is the same group with ASYNC_FLUSH."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ class ControllerCluster(ChaosCluster):
     mode = "controller"
     group = "chaos-c"
 
-    def __init__(self, net: Network, workdir: Path) -> None:
-        super().__init__(net, workdir)
+    flush_disk_type = "SYNC_FLUSH"
+
+    def __init__(self, net: Network, workdir: Path, lazy: bool = False) -> None:
+        super().__init__(net, workdir, lazy)
         self.client_api: ControllerClient | None = None
 
     @property
@@ -49,7 +51,7 @@ class ControllerCluster(ChaosCluster):
             self.add_broker(
                 i, self.net.add_host(f"b{i}"), enableControllerMode="true",
                 controllerAddr=self.controller_addr,
-                allAckInSyncStateSet="true", flushDiskType="SYNC_FLUSH",
+                allAckInSyncStateSet="true", flushDiskType=self.flush_disk_type,
                 syncBrokerMetadataPeriod="500", brokerHeartbeatInterval="300",
                 controllerHeartBeatTimeoutMills="1500", haSendHeartbeatInterval="300",
                 haMaxTimeSlaveNotCatchup="4000", slaveTimeout="3000")
@@ -109,4 +111,14 @@ class ControllerCluster(ChaosCluster):
         await super().close()
         if self.client_api is not None:
             await self.client_api.close()
+
+
+class AsyncFlushControllerCluster(ControllerCluster):
+    """The same group with ASYNC_FLUSH: a broker acknowledges what its replicas hold in
+    memory and fsyncs it later (``flushIntervalCommitLog``), so a power loss of every
+    replica at once loses what none had fsynced yet; the runner measures how much."""
+
+    flush_disk_type = "ASYNC_FLUSH"
+    promises_no_loss = False
+    group = "chaos-ca"
 

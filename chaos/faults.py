@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
@@ -188,6 +189,34 @@ async def clock_jump(c: ChaosCluster, rng: random.Random) -> Outcome:
     return Outcome(f"clock {offset_s:+d} s on {p.name} for {held:.1f} s")
 
 
+async def power_loss(c: ChaosCluster, rng: random.Random) -> Outcome:
+    """The master and one or both other replicas lose power at once: SIGKILLed, every
+    write they had not fsynced dropped, their stores unmounted and mounted again,
+    restarted. A majority (DLedger's quorum) or all of them (every in-sync replica)."""
+    n = len(c.brokers)
+    return await _power_loss(c, rng, rng.choice((n // 2 + 1, n)))
+
+
+async def power_loss_all(c: ChaosCluster, rng: random.Random) -> Outcome:
+    """Every replica loses power at once."""
+    return await _power_loss(c, rng, len(c.brokers))
+
+
+async def _power_loss(c: ChaosCluster, rng: random.Random, count: int) -> Outcome:
+    m = await c.wait_master()
+    others = [i for i in range(len(c.brokers)) if i != m]
+    hit = sorted([m, *rng.sample(others, count - 1)])
+    await asyncio.gather(*(c.brokers[i].kill() for i in hit))
+    c.power_losses.append(int(time.time() * 1000))
+    lost = await asyncio.gather(*(c.power_cycle(i) for i in hit))
+    await asyncio.gather(*(c.brokers[i].start() for i in hit))
+    dropped = sum(int(d.get("unsynced_bytes", 0)) for d in lost)
+    undone = sum(len(d.get("undone") or []) for d in lost)
+    return Outcome(f"power loss on {', '.join(f'b{i}' for i in hit)} (master b{m}): "
+                   f"{dropped // 1024} KiB unsynced dropped, {undone} namespace changes "
+                   f"undone")
+
+
 FAULTS = (
     Fault("kill-master", kill_master),
     Fault("hang-master", hang_master),
@@ -198,6 +227,7 @@ FAULTS = (
     Fault("part-clients-master", partition_clients_master),
     Fault("slow-disk", slow_disk),
     Fault("clock-jump", clock_jump),
+    Fault("power-loss", power_loss),
 )
 
 
@@ -223,7 +253,15 @@ OVERLAPS = (
     # The active controller killed while it elects the dead master's successor.
     Fault("kill-controller-during-election", overlap(kill_master, kill_controller, 0.3),
           ("controller",)),
+    # Power lost while the master is cut from its replicas: whatever it acknowledged
+    # alone (once they fell out of its SyncStateSet) must be on its disk.
+    Fault("power-loss-during-part-master-slaves",
+          overlap(partition_master_slaves, power_loss, 1.5)),
 )
+
+
+POWER_FAULTS = frozenset(f.name for f in (*FAULTS, *OVERLAPS) if "power-loss" in f.name)
+"""The faults that need the stores on lazyfs mounts."""
 
 
 def faults_for(mode: str, names: list[str] | None = None, overlaps: bool = False

@@ -43,7 +43,14 @@ def render(results: list[ScenarioResult]) -> str:
             v = r.verdict
             out.append(f"{r.scenario}: replicas {v.replicas_detail}; failed sends "
                        f"{v.failed_sends}; acknowledged but not consumed {len(v.unconsumed)}")
-            for label, keys in (("lost", v.lost), ("duplicated", v.duplicated),
+            if v.loss_allowed:
+                w = sorted(v.loss_windows_ms)
+                out.append(f"{r.scenario}: power loss took {len(v.lost)} acknowledged "
+                           f"messages (allowed: ASYNC_FLUSH)" + (
+                               f", acknowledged up to {w[-1]} ms before the power loss "
+                               f"(median {w[len(w) // 2]} ms)" if w else ""))
+            lost = "lost (allowed)" if v.loss_allowed else "lost"
+            for label, keys in ((lost, v.lost), ("duplicated", v.duplicated),
                                 ("reordered", v.reordered), ("unreadable", v.unreadable)):
                 if keys:
                     out.append(f"{r.scenario}: {label}: {', '.join(keys[:10])}"

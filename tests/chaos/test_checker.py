@@ -28,8 +28,11 @@ class Stored:
 class FakeCluster:
     """The reference store and the replica check, without processes."""
 
-    def __init__(self, stored: list[Stored]) -> None:
+    def __init__(self, stored: list[Stored], promises_no_loss: bool = True,
+                 power_losses: list[int] | None = None) -> None:
         self.stored = stored
+        self.promises_no_loss = promises_no_loss
+        self.power_losses = power_losses or []
 
     def messages(self, i: int) -> list[Stored]:
         return self.stored
@@ -53,12 +56,14 @@ def ev(event: str, key: str, **fields: Any) -> dict[str, Any]:
     return {"event": event, "key": key, "time_ms": 1000, **fields}
 
 
-def verdict(tmp_path: Path, producer: list[dict[str, Any]], stored: list[Stored]) -> Any:
+def verdict(tmp_path: Path, producer: list[dict[str, Any]], stored: list[Stored],
+            cluster: FakeCluster | None = None) -> Any:
+    stored_keys = {m.body.decode() for m in stored}
     consumer = [ev("receive", k, group="G", message_group=None, seq=None)
-                for k in {e["key"] for e in producer if e["event"] == "ack"}]
+                for k in {e["key"] for e in producer if e["event"] == "ack"} & stored_keys]
     paths = [history(tmp_path / "producer.jsonl", producer),
              history(tmp_path / "consumer.jsonl", consumer)]
-    return check(cast(ChaosCluster, FakeCluster(stored)), 0, paths)
+    return check(cast(ChaosCluster, cluster or FakeCluster(stored)), 0, paths)
 
 
 TWO_COPIES = [Stored(b"p0-g0-0", "m1", 0), Stored(b"p0-g0-0", "m1", 1)]
@@ -125,3 +130,22 @@ def test_a_confirm_offset_that_cannot_be_read_fails_the_replica_check(tmp_path: 
     same, detail = controller_stores(tmp_path, [100, None, 100]).replicas_identical()
     assert not same
     assert detail.startswith("confirmOffset of b1 cannot be read")
+
+
+LOST_TO_POWER = [ev("send", "p0-g0-0"), ev("ack", "p0-g0-0"),
+                 ev("send", "p0-g0-1"), {**ev("ack", "p0-g0-1"), "time_ms": 1700}]
+
+
+def test_an_acknowledged_message_lost_fails_a_mode_that_promises_to_keep_it(
+        tmp_path: Path) -> None:
+    stored = [Stored(b"p0-g0-0", "m0", 0)]
+    v = verdict(tmp_path, LOST_TO_POWER, stored, FakeCluster(stored, True, [2000]))
+    assert v.lost == ["p0-g0-1"] and not v.ok
+
+
+def test_async_flush_loss_is_measured_instead_of_failing(tmp_path: Path) -> None:
+    stored = [Stored(b"p0-g0-0", "m0", 0)]
+    v = verdict(tmp_path, LOST_TO_POWER, stored, FakeCluster(stored, False, [2000]))
+    assert v.lost == ["p0-g0-1"] and v.unconsumed == ["p0-g0-1"]
+    assert v.loss_allowed and v.loss_windows_ms == [300]
+    assert v.ok

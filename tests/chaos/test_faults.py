@@ -14,9 +14,17 @@ import pytest
 from rocketmq import Message, Producer
 
 from chaos import table
-from chaos.check import Verdict
+from chaos.check import Verdict, loss_windows
 from chaos.cluster import ChaosCluster
-from chaos.faults import OVERLAPS, Outcome, faults_for, kill_master, overlap
+from chaos.faults import (
+    OVERLAPS,
+    POWER_FAULTS,
+    Outcome,
+    faults_for,
+    kill_master,
+    overlap,
+    power_loss,
+)
 from chaos.runner import ScenarioResult
 from chaos.workload import SEND_ATTEMPT, record_attempts
 from mqcluster_audit.history import HistoryWriter
@@ -103,12 +111,12 @@ async def test_a_plain_string_from_an_injector_took_effect() -> None:
 
 def test_overlapping_pairs_are_chosen_with_the_option_or_by_name() -> None:
     pairs = {f.name for f in OVERLAPS}
-    assert {"kill-master-during-part-master-slaves",
-            "kill-controller-during-election"} == pairs
+    assert {"kill-master-during-part-master-slaves", "kill-controller-during-election",
+            "power-loss-during-part-master-slaves"} == pairs
     assert not pairs & {f.name for f in faults_for("controller")}
     assert pairs <= {f.name for f in faults_for("controller", overlaps=True)}
     assert {f.name for f in faults_for("dledger", overlaps=True)} & pairs == {
-        "kill-master-during-part-master-slaves"}
+        "kill-master-during-part-master-slaves", "power-loss-during-part-master-slaves"}
     assert [f.name for f in faults_for("dledger", ["kill-master-during-part-master-slaves"])] \
         == ["kill-master-during-part-master-slaves"]
     with pytest.raises(ValueError, match="unknown fault"):
@@ -149,3 +157,52 @@ def test_the_official_client_retries_through_the_wrapped_method() -> None:
     assert "return self.__send(message, topic_queue, attempt)" in source
     with pytest.raises(RuntimeError, match="no _Producer__send"):
         record_attempts(cast(Producer, object()), HistoryWriter(io.StringIO(), "p0"), {})
+
+
+class PoweredGroup:
+    """A group of 3 whose master is b2; records the order of kills, power cycles and
+    starts."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.power_losses: list[int] = []
+        self.brokers = [self.Broker(self, i) for i in range(3)]
+
+    class Broker:
+        def __init__(self, group: PoweredGroup, i: int) -> None:
+            self.group, self.i = group, i
+
+        async def kill(self) -> None:
+            self.group.steps.append(f"kill b{self.i}")
+
+        async def start(self) -> None:
+            self.group.steps.append(f"start b{self.i}")
+
+    async def wait_master(self, timeout: float = 30.0, *, not_index: int | None = None) -> int:
+        return 2
+
+    async def power_cycle(self, i: int) -> dict[str, Any]:
+        self.steps.append(f"cycle b{i}")
+        return {"unsynced_bytes": 4096, "undone": ["create x"]}
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_a_power_loss_hits_the_master_and_a_majority_or_all_killed_before_any_drop(
+        seed: int) -> None:
+    g = PoweredGroup()
+    out = await power_loss(cast(ChaosCluster, g), random.Random(seed))
+    hit = sorted({s.split()[1] for s in g.steps})
+    assert "b2" in hit and len(hit) in (2, 3)
+    kinds = [s.split()[0] for s in g.steps]
+    assert kinds == ["kill"] * len(hit) + ["cycle"] * len(hit) + ["start"] * len(hit)
+    assert out.took_effect and len(g.power_losses) == 1
+    assert out.what.startswith(f"power loss on {', '.join(hit)} (master b2): "
+                               f"{4 * len(hit)} KiB unsynced dropped")
+    assert {"power-loss", "power-loss-during-part-master-slaves"} == POWER_FAULTS
+
+
+def test_each_lost_message_is_measured_from_its_ack_to_the_next_power_loss() -> None:
+    acks = [{"key": "a", "time_ms": 1000}, {"key": "b", "time_ms": 1900},
+            {"key": "c", "time_ms": 2500}]
+    assert loss_windows(["a", "b", "c"], acks, [2000, 3000]) == [1000, 100, 500]
+    assert loss_windows(["c"], acks, [2000]) == [], "no power loss after it: not measured"
