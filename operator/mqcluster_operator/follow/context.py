@@ -100,6 +100,8 @@ class Round:
     sub: Subscription
     target: ProbeTarget
     selector: dict[str, str]
+    now: str
+    """When the election was read (RFC 3339): the time its status and event carry."""
 
     @property
     def probe(self) -> ControllerProbe:

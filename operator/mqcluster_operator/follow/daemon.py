@@ -152,19 +152,52 @@ class BrokerGroupFollower:
             await self._step(live, changed)
 
     async def _step(self, live: Mapping[str, Any], changed: bool = False) -> None:
-        """One round; reads the resource from ``reads`` (kopf's live body lags behind long
-        handlers; the indices follow the watch)."""
+        """One round: the steps in order, each starting from what the steps before it
+        wrote (``remembered``)."""
         ctx, memo = self.ctx, self.memo
         if changed:
             await relabel(ctx, self.sub, self._selector, live)
+        found = await self.read_round(live, changed)
+        if found is None:
+            return
+        rnd, status, latest = found
+        if isinstance(latest, ProbeError):
+            # A migration stops every pod on purpose: no broker answers then, and the
+            # migration must still see them gone to go on.
+            await migrate(ctx, self.driver, rnd, status, Election(None))
+            return
+        status = await follow(ctx, memo.following, rnd, status, latest, memo.epochs.read)
+        if rnd.sub.changed.is_set():
+            return  # a newer election waits: follow it first, the rest in the next round
+        if await migrate(ctx, self.driver, rnd, status, latest):
+            return
+        await check_epochs(ctx, memo.epochs, self.driver, rnd, ctx.remembered(status))
+        if await scale(ctx, self.driver, rnd, ctx.remembered(status), memo.epochs.read):
+            return
+        await switchover(ctx, rnd, ctx.remembered(status))
+        await runtime_config(ctx, memo.runtime_config, self.upgrades, rnd,
+                             ctx.remembered(status))
+        if await restart(ctx, rnd, ctx.remembered(status)):
+            return
+        await upgrade(ctx, memo.upgrade, self.upgrades, rnd, ctx.remembered(status))
+
+    async def read_round(
+        self, live: Mapping[str, Any], changed: bool,
+    ) -> tuple[Round, dict[str, Any], Election | ProbeError] | None:
+        """The group, its status (with what this follower wrote), its election and pods;
+        None when there is nothing to follow. Reads the resource from ``reads`` (kopf's
+        live body lags behind long handlers; the indices follow the watch). A failed
+        poll is reported here (MasterElected Unknown); the round goes on with it only
+        while a migration is under way."""
+        ctx, memo = self.ctx, self.memo
         body = await self.reads.get(Ref.of(live))
         if body is None or paused(body):
             await self.close()
-            return
+            return None
         spec, _ = parse(BrokerGroupSpec, body.get("spec"))
         if spec is None:
             await self.close()
-            return
+            return None
         meta = body["metadata"]
         ns, name = meta["namespace"], meta["name"]
         ref = Ref(names.API_VERSION, "BrokerGroup", ns, name)
@@ -183,11 +216,11 @@ class BrokerGroupFollower:
             self._target_at, self._generation = time.monotonic(), generation
         if target is None:
             await self.close()
-            return
+            return None
         sub = await self.subscribe(target, broker_name)
         latest = sub.latest
         if latest is None:
-            return
+            return None
         now = self.clock()
         if isinstance(latest, ProbeError):
             metrics.PROBE_FAILURES.labels(ns, name).inc()
@@ -197,10 +230,8 @@ class BrokerGroupFollower:
             )
             if differs(conds, status.get("conditions")):
                 await ctx.write_status(ref, {"conditions": conds})
-            # A migration stops every pod on purpose: no broker answers then, and the
-            # migration must still see them gone to go on.
             if not (status.get("migration") or {}).get("step"):
-                return
+                return None
         self._selector = selector_labels(Owner.from_body(body), "broker")
         raw_pods = await self.reads.list(Ref("v1", "Pod", ns), self._selector)
         revisions = {
@@ -208,23 +239,5 @@ class BrokerGroupFollower:
             for p in raw_pods
         }
         pods = [PodInfo.of(p) for p in raw_pods]
-        rnd = Round(body, ref, spec, pods, revisions, sub, target, self._selector)
-        if isinstance(latest, ProbeError):
-            await migrate(ctx, self.driver, rnd, status, Election(None))
-            return
-        status = await follow(ctx, memo.following, body, ref, status, latest, pods, now,
-                              memo.epochs.read)
-        if sub.changed.is_set():
-            return  # a newer election waits: follow it first, the rest in the next round
-        if await migrate(ctx, self.driver, rnd, status, latest):
-            return
-        # Each step below starts from what the steps before it wrote.
-        await check_epochs(ctx, memo.epochs, self.driver, rnd, ctx.remembered(status))
-        if await scale(ctx, self.driver, rnd, ctx.remembered(status), memo.epochs.read):
-            return
-        await switchover(ctx, rnd, ctx.remembered(status))
-        await runtime_config(ctx, memo.runtime_config, self.upgrades, rnd,
-                             ctx.remembered(status))
-        if await restart(ctx, rnd, ctx.remembered(status)):
-            return
-        await upgrade(ctx, memo.upgrade, self.upgrades, rnd, ctx.remembered(status))
+        rnd = Round(body, ref, spec, pods, revisions, sub, target, self._selector, now)
+        return rnd, status, latest

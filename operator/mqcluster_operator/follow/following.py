@@ -13,7 +13,7 @@ from .. import metrics, names
 from ..events import build_event
 from ..k8s import Ref, differs
 from ..reconcile import paused
-from .context import WRITE_MEMORY, Context, merged
+from .context import WRITE_MEMORY, Context, Round, merged
 from .election_plan import Election, PodInfo, plan_follow
 from .election_poller import Subscription
 from .epochs_plan import ReplicaEpochs
@@ -47,13 +47,13 @@ async def relabel(ctx: Context, sub: Subscription | None, selector: dict[str, st
 
 
 async def follow(
-    ctx: Context, memo: FollowingMemo, body: Mapping[str, Any], ref: Ref,
-    status: dict[str, Any], election: Election, pods: list[PodInfo], now: str,
+    ctx: Context, memo: FollowingMemo, rnd: Round, status: dict[str, Any], election: Election,
     epochs: Mapping[str, ReplicaEpochs],
 ) -> dict[str, Any]:
     """Relabels, status and event for ``election``; returns ``status`` with what it wrote."""
+    body, ref, now = rnd.body, rnd.ref, rnd.now
     started = time.monotonic()
-    plan = plan_follow(status, election, pods, now, epochs)
+    plan = plan_follow(status, election, rnd.pods, now, epochs)
     for pod, role in plan.relabels:
         labels = {"metadata": {"labels": {names.LABEL_ROLE: role}}}
         await ctx.api.patch(Ref("v1", "Pod", ref.namespace, pod), labels)
