@@ -207,7 +207,7 @@ async def _run(root: Path) -> list[Row]:
                 kills, hangs, failures = await ha.failover(g, proxy.addr, n_kills, n_hangs)
             finally:
                 await proxy.kill()
-            rows += ha.failover_rows(NAME, "leader", kills, hangs, failures, 1.5, 1.5)
+            rows += ha.failover_rows(NAME, "leader", kills, hangs, failures, 1.5, 3.0)
     finally:
         await single.stop()
         await g.close()

@@ -480,7 +480,7 @@ async def controller_group(root: Path) -> AsyncIterator[Group]:
     """A controller-mode group of 3, its SyncStateSet whole and its master ready."""
     from mqcluster_testing.ha.cluster import ProcessGroup
 
-    g = ProcessGroup(root)
+    g = ProcessGroup(root, detection="shipped")
     try:
         await g.start()
         await g.wait_sync_state_set(3)
