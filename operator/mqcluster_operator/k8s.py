@@ -40,6 +40,8 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "PersistentVolumeClaim"): "persistentvolumeclaims",
     ("apps/v1", "StatefulSet"): "statefulsets",
     ("policy/v1", "PodDisruptionBudget"): "poddisruptionbudgets",
+    ("apps/v1", "Deployment"): "deployments",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "horizontalpodautoscalers",
     (API_VERSION, "Controller"): "controllers",
     (API_VERSION, "BrokerGroup"): "brokergroups",
 }

@@ -139,6 +139,76 @@ class ControllerFailureDetection(CRModel):
     (brokers state theirs: BrokerGroup ``failureDetection.controllerHeartBeatTimeoutMills``)."""
 
 
+PROXY_MANAGED_KEYS = frozenset({
+    "bindAddress", "grpcServerPort", "controllerAddr", "namesrvAddr",
+    "metricsPromExporterPort", "metricsPromExporterHost", "drainMs"})
+"""mqproxy keys the operator renders (ProxySpec fields or the Controller's addresses)."""
+PROXY_KEYS = frozenset({
+    "brokerName", "brokerClusterName", "masterPollIntervalMs", "namesrvPollIntervalMs",
+    "masterWaitMs", "callTimeoutMs", "probeIntervalMs", "probeTimeoutMs", "probeFailures"})
+"""mqproxy keys ``proxy.config`` may set (the operator image has no mqcluster.proxy; a
+test keeps both sets equal to ProxyConfig's fields)."""
+
+
+class ProxyAutoscaling(CRModel):
+    """A HorizontalPodAutoscaler on the proxies' CPU (rendered only when enabled)."""
+
+    enabled: bool = False
+    minReplicas: int | None = Field(default=None, ge=2)
+    """Lowest replica count; ``proxy.replicas`` when unset."""
+    maxReplicas: int = Field(default=6, ge=2, le=100)
+    targetCPUUtilizationPercentage: int = Field(default=70, ge=10, le=100)
+
+
+class ProxyServiceSpec(CRModel):
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
+    """Type of the proxy's client Service: the endpoint clients are given."""
+    port: int = Field(default=8081, ge=1, le=65535)
+    nodePort: int | None = Field(default=None, ge=30000, le=32767)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class ProxySpec(CRModel):
+    """The proxy tier in front of every broker group of this Controller's cluster:
+    stateless ``mqproxy`` replicas (a Deployment) behind one client Service."""
+
+    enabled: bool = False
+    """Render the proxy tier (Deployment, client Service, PDB, HPA when asked)."""
+    replicas: int = Field(default=2, ge=2, le=100)
+    """Proxy replicas; at least 2, so a rolling update or a lost node keeps one serving."""
+    image: str | None = None
+    """Image with mqproxy; the Controller's image when unset."""
+    resources: FreeForm = free_form("Container resources (core/v1 ResourceRequirements).")
+    autoscaling: ProxyAutoscaling = Field(default_factory=ProxyAutoscaling)
+    service: ProxyServiceSpec = Field(default_factory=ProxyServiceSpec)
+    metricsPort: int = Field(default=5558, ge=1, le=65535)
+    """HTTP port with /metrics and /health (readiness)."""
+    drainSeconds: int = Field(default=5, ge=0, le=300)
+    """On a rolling update: how long a stopping proxy keeps answering calls in flight
+    after it left the Service (preStop, then SIGTERM's drain)."""
+    config: dict[str, str] = Field(default_factory=dict)
+    """Extra proxy.conf keys (callTimeoutMs, probeIntervalMs, ...)."""
+
+    @field_validator("config")
+    @classmethod
+    def _proxy_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        problems = [f"key {k!r} is set by the operator" for k in sorted(value)
+                    if k in PROXY_MANAGED_KEYS]
+        problems += [f"unknown proxy key {k!r} (known: {', '.join(sorted(PROXY_KEYS))})"
+                     for k in sorted(value) if k not in PROXY_KEYS | PROXY_MANAGED_KEYS]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @model_validator(mode="after")
+    def _scaling(self) -> ProxySpec:
+        a = self.autoscaling
+        if a.enabled and (a.minReplicas or self.replicas) > a.maxReplicas:
+            raise ValueError("proxy.autoscaling.maxReplicas is below its minReplicas "
+                             "(or proxy.replicas)")
+        return self
+
+
 class ControllerSpec(PodMeta):
     model_config = ConfigDict(
         json_schema_extra={
@@ -170,6 +240,8 @@ class ControllerSpec(PodMeta):
     failureDetection: ControllerFailureDetection = Field(
         default_factory=ControllerFailureDetection)
     """Broker failure detection, rendered explicitly (``config`` may not repeat these keys)."""
+    proxy: ProxySpec = Field(default_factory=ProxySpec)
+    """The proxy tier: one client endpoint for every group of this cluster."""
 
     @field_validator("config")
     @classmethod
@@ -554,3 +626,6 @@ class ControllerStatus(CRModel):
     raftTerm: int | None = None
     members: list[str] = Field(default_factory=list)
     conditions: list[Condition] = Field(default_factory=list, json_schema_extra=CONDITIONS_LIST_MAP)
+    proxyEndpoint: str | None = None
+    """Where clients connect (the proxy tier's client Service, ``host:port``): every
+    group of this cluster through one endpoint. Unset while the proxy is not enabled."""

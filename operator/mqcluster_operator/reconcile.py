@@ -12,7 +12,7 @@ from . import conditions, names
 from .events import REASON_INVALID_SPEC
 from .follow.migration_plan import rendering
 from .follow.scaling_plan import rendered_replicas
-from .manifests import Owner, SpecError, build_brokergroup, build_controller, controller_view
+from .manifests import Owner, SpecError, build_brokergroup, build_controller, controller_view, proxy
 from .manifests.broker import for_migration
 from .manifests.controller import ControllerView
 from .models import BrokerGroupSpec, ControllerSpec, mode_change_allowed
@@ -80,9 +80,15 @@ def plan_controller(body: Mapping[str, Any], now: str) -> Outcome:
     if spec is None:
         return not_ready(body, REASON_INVALID_SPEC, error, now, "Failed")
     owner = Owner.from_body(body)
+    status: dict[str, Any] = {"observedGeneration": generation(body)}
+    # The proxy tier (manifests/proxy.py) is the endpoint to give clients when enabled.
+    if spec.proxy.enabled:
+        status["proxyEndpoint"] = proxy.endpoint(owner, spec.proxy)
+    elif (body.get("status") or {}).get("proxyEndpoint"):
+        status["proxyEndpoint"] = None
     return Outcome(
-        objects=build_controller(owner, spec),
-        status={"observedGeneration": generation(body)},
+        objects=build_controller(owner, spec) + proxy.build_proxy(owner, spec),
+        status=status,
         statefulset=owner.name,
     )
 
