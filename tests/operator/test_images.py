@@ -249,3 +249,62 @@ def test_every_image_has_a_budget_and_a_dockerfile() -> None:
     assert {i.name for i in build.IMAGES} == set(distribution.IMAGES)
     for image in build.IMAGES:
         assert (REPO / image.dockerfile).exists() and image.budget_mb > 0
+
+
+PRODUCT = {"broker_image": "mqcluster", "operator": "mqcluster_operator",
+           "pipeline": "mqcluster_audit"}
+MODULE_NAME = re.compile(r"\b(mqcluster(?:_operator|_audit)?(?:\.[a-z_][a-z0-9_]*)+)")
+
+
+def _product_modules() -> dict[str, Path]:
+    out = {}
+    for base, package in PRODUCT.items():
+        for path in (REPO / base / package).rglob("*.py"):
+            parts = path.relative_to(REPO / base).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Modules ``path`` imports (a name imported from a package may be a module too)."""
+    import ast
+
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            out |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return out
+
+
+def test_every_product_module_is_reached_from_a_command() -> None:
+    """No module ships in the packages (and so in the images) that only tests and benches
+    use: each is imported, directly or not, by a console script, a module a product file or
+    a README runs (``python -m ...``, kopf's ``--module``), or a module so named."""
+    modules = _product_modules()
+    roots = {spec.partition(":")[0] for spec in PYPROJECT["project"]["scripts"].values()}
+    for name, path in modules.items():  # a module naming itself (its --help) does not count
+        roots |= set(MODULE_NAME.findall(path.read_text())) - {name}
+    for path in (BROKER, OPERATOR, REPO / "Makefile", *(REPO / "charts").rglob("*.yaml"),
+                 *(REPO / "charts").rglob("*.tpl")):
+        roots |= set(MODULE_NAME.findall(path.read_text()))
+    for readme in (REPO / "README.md", REPO / "operator" / "README.md"):
+        roots |= set(re.findall(r"python3? -m (mqcluster[a-z_.]*)", readme.read_text()))
+    reached: set[str] = set()
+    todo = [m for m in roots if m in modules]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        parent = name.rpartition(".")[0]
+        todo += [m for m in (_imports(name, modules[name]) | {parent}) if m in modules]
+    unreached = sorted(m for m, p in modules.items()
+                       if m not in reached and p.name not in ("__init__.py", "__main__.py"))
+    assert not unreached, f"only tests or benches use {unreached}: move them to mqcluster_testing"
