@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 
 from chaos.lazymount import LazyMount
+from mqcluster.raft.disk_log import DiskLog
+from mqcluster.raft.types import Entry, EntryType
 from mqcluster.store.segment import SegmentedFile
 
 
@@ -22,3 +24,17 @@ def test_a_segment_in_new_directories_survives_a_power_loss(lazy_mount: LazyMoun
     lazy_mount.mount_sync()
 
     assert (directory / os.path.basename(seg.path)).read_bytes()[:101] == b"x" * 100 + b"\0"
+
+
+def test_raft_entries_appended_in_a_new_log_directory_survive_a_power_loss(
+        lazy_mount: LazyMount) -> None:
+    # A DLedger group's log under a store root the broker has just made.
+    root = lazy_mount.mountpoint / "store" / "dledger"
+    with DiskLog(root) as log:
+        log.append([Entry(1, 1, EntryType.NORMAL, b"acknowledged")])
+
+    lazy_mount.power_off_sync()
+    lazy_mount.mount_sync()
+
+    with DiskLog(root) as log:
+        assert [(e.index, e.data) for e in log.entries(1)] == [(1, b"acknowledged")]

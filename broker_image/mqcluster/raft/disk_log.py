@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqcluster.common.crc import crc32
-from mqcluster.common.files import atomic_write, fsync_dir
+from mqcluster.common.files import atomic_write, fsync_dir, makedirs_durable
 from mqcluster.raft import diskformat as fmt
 from mqcluster.raft.limits import MAX_TERM
 from mqcluster.raft.types import Entry, EntryType, HardState, Snapshot, StoredEntries
@@ -118,7 +118,7 @@ class DiskLog:
         self.segment_bytes = segment_bytes
         self.drop_synced_pages = drop_synced_pages
         self._dropped_to = 0  # bytes of the tail segment dropped from the page cache
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        makedirs_durable(self.log_dir)  # its entry and its parents', durable at once
         self._segments: list[_Segment] = []
         self._fd: int | None = None
         self._unsynced = False  # appended with sync=False and not synced since

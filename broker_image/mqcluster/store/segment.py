@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
-from mqcluster.common.files import fsync_dir
+from mqcluster.common.files import fsync_dir, makedirs_durable
 from mqcluster.store.layout import NAME_WIDTH, check_segments, list_segments, segment_name
 
 log = logging.getLogger(__name__)
@@ -24,21 +24,6 @@ __all__ = ["NAME_WIDTH", "Segment", "SegmentError", "SegmentedFile", "segment_na
 
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
 """Buffers per ``pwritev`` call."""
-
-
-def makedirs_durable(path: str) -> None:
-    """``os.makedirs``, each new directory's entry fsynced in its parent: a segment
-    fsynced in a directory whose own entry never reached the disk is lost with it
-    at a power loss."""
-    missing = []
-    path = os.path.abspath(path)
-    while not os.path.isdir(path):
-        missing.append(path)
-        path = os.path.dirname(path)
-    for d in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another thread made it meanwhile
-            os.mkdir(d)
-        fsync_dir(os.path.dirname(d))
 
 
 class SegmentError(RuntimeError):
