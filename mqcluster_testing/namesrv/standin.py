@@ -5,7 +5,8 @@ from __future__ import annotations
 from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient
 from mqcluster.protocol.broker import RequestCode as BrokerRequestCode
 from mqcluster.protocol.broker import decode_update_topic
-from mqcluster.protocol.controller import EpochEntry, EpochEntryCache, RequestCode
+from mqcluster.protocol.controller import EpochEntryCache, RequestCode
+from mqcluster.protocol.epochs import EpochEntry
 from mqcluster.protocol.namesrv import BrokerRegistration, TopicConfig
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry, RpcServer

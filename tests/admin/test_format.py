@@ -3,12 +3,8 @@ from __future__ import annotations
 import json
 
 from mqcluster.admin import format as fmt
-from mqcluster.protocol.controller import (
-    EpochEntry,
-    EpochEntryCache,
-    ReplicaIdentity,
-    ReplicasInfo,
-)
+from mqcluster.protocol.controller import EpochEntryCache, ReplicaIdentity, ReplicasInfo
+from mqcluster.protocol.epochs import EpochEntry
 from mqcluster.protocol.namesrv import (
     BrokerData,
     ClusterInfo,

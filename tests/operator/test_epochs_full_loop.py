@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mqcluster.client.admin import AdminClient
-from mqcluster.store.epoch_file import EpochEntry, encode
+from mqcluster.protocol.epochs import EpochEntry, encode
 from mqcluster_testing.operator.realplane.controlplane import Kube
 from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 

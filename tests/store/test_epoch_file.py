@@ -2,12 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mqcluster.store.epoch_file import (
-    OPEN_END,
-    EpochEntry,
-    EpochFileCache,
-    find_consistent_point,
-)
+from mqcluster.protocol.epochs import OPEN_END, EpochEntry
+from mqcluster.store.epoch_file import EpochFileCache, find_consistent_point
 
 
 def cache(pairs: list[tuple[int, int]], end: int) -> EpochFileCache:

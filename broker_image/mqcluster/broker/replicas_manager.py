@@ -37,13 +37,13 @@ from mqcluster.ha.replica_hosts import ReplicaHosts
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
 from mqcluster.protocol.controller import (
     BrokerHeartbeatRequestHeader,
-    EpochEntry,
     EpochEntryCache,
     NotifyBrokerRoleChangedRequestHeader,
     RequestCode,
     SyncStateSetBody,
     response,
 )
+from mqcluster.protocol.epochs import EpochEntry
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.wire.frame import RemotingCommand

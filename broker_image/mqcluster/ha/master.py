@@ -34,9 +34,10 @@ from mqcluster.ha.protocol import (
 )
 from mqcluster.ha.replica_hosts import ReplicaHosts
 from mqcluster.ha.sync_state import SyncStateView
+from mqcluster.protocol.epochs import OPEN_END
 from mqcluster.raft.peers import normal_ip
 from mqcluster.store.api import MessageStore
-from mqcluster.store.epoch_file import OPEN_END, EpochFileCache
+from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import PutStatus
 from mqcluster.wire.ratelog import RateLimitedLog
 

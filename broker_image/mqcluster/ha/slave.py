@@ -29,7 +29,7 @@ from mqcluster.ha.protocol import (
     SlaveHandshake,
     Transfer,
 )
-from mqcluster.ha.truncation import NoCommonEpochError, find_sync_point, with_ends
+from mqcluster.protocol.sync_point import NoCommonEpochError, find_sync_point, with_ends
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache
 

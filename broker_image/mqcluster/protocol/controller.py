@@ -39,6 +39,7 @@ from mqcluster.protocol.controller_fields import (
 from mqcluster.protocol.controller_fields import (
     ProtocolError as ProtocolError,
 )
+from mqcluster.protocol.epochs import EpochEntry
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.header import CamelHeader
 
@@ -511,23 +512,14 @@ def decode_broker_names(body: bytes) -> list[str]:
     return [check_name(n, "broker name") for n in data]
 
 
-@dataclass
-class EpochEntry:
-    epoch: int
-    start_offset: int
-    end_offset: int = -1
-
-    def to_json(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "startOffset": self.start_offset, "endOffset": self.end_offset}
-
-    @classmethod
-    def from_json(cls, data: Any) -> EpochEntry:
-        obj = _as_obj(data, "EpochEntry")
-        return cls(
-            _as_epoch(obj.get("epoch"), "epoch"),
-            _as_int(obj.get("startOffset"), "startOffset"),
-            _as_int(obj.get("endOffset", -1), "endOffset", -1),
-        )
+def _epoch_entry(data: Any) -> EpochEntry:
+    """One entry of ``epochList``; an absent ``endOffset`` is -1 (not known)."""
+    obj = _as_obj(data, "EpochEntry")
+    return EpochEntry(
+        _as_epoch(obj.get("epoch"), "epoch"),
+        _as_int(obj.get("startOffset"), "startOffset"),
+        _as_int(obj.get("endOffset", -1), "endOffset", -1),
+    )
 
 
 @dataclass
@@ -558,7 +550,7 @@ class EpochEntryCache:
             _as_str(obj.get("clusterName", ""), "clusterName"),
             _as_str(obj.get("brokerName", ""), "brokerName"),
             _as_id(obj.get("brokerId", 0), "brokerId"),
-            [EpochEntry.from_json(e) for e in _as_list(obj.get("epochList") or [], "epochList")],
+            [_epoch_entry(e) for e in _as_list(obj.get("epochList") or [], "epochList")],
             _as_int(obj.get("maxOffset", 0), "maxOffset"),
         )
 

@@ -8,7 +8,7 @@ from mqcluster.store.api import MessageStore
 from mqcluster.store.batch import BatchPutResult, RawBatch
 from mqcluster.store.config import FlushDiskType, StoreConfig
 from mqcluster.store.consumer_offset import ConsumerOffsetManager
-from mqcluster.store.epoch_file import EpochEntry, EpochFileCache
+from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.errors import (
     SegmentSizeChangedError,
     StoreError,
@@ -30,7 +30,6 @@ from mqcluster.store.topic_config import TopicConfig, TopicConfigManager
 __all__ = [
     "BatchPutResult",
     "ConsumerOffsetManager",
-    "EpochEntry",
     "EpochFileCache",
     "FlushDiskType",
     "GetResult",

@@ -21,8 +21,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mqcluster.ha.truncation import NoCommonEpochError, find_sync_point
-from mqcluster.store.epoch_file import EpochEntry
+from mqcluster.protocol.epochs import EpochEntry
+from mqcluster.protocol.sync_point import NoCommonEpochError, find_sync_point
 
 CONFLICT = "EpochConflict"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mqcluster.store.epoch_file import EpochEntry
+from mqcluster.protocol.epochs import EpochEntry
 
 
 class NoCommonEpochError(RuntimeError):

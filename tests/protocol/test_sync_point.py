@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mqcluster.ha.truncation import NoCommonEpochError, SyncPoint, find_sync_point, with_ends
+from mqcluster.protocol.sync_point import NoCommonEpochError, SyncPoint, find_sync_point, with_ends
 
 Starts = list[tuple[int, int]]
 
