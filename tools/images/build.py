@@ -13,15 +13,15 @@
    a check against the budgets below: the build fails when an image outgrows its budget.
 
 Budgets (MB, as ``podman image inspect`` counts the uncompressed layers). The runtime base
-is 123 MB (python3.11 and its standard library ~45 MB, coreutils, libc, apt and dpkg). The
-broker's virtualenv adds ~67 MB: grpcio 19 (the client endpoint), uvloop 14, aiohttp 8,
-pydantic and pydantic_core 9, mqcluster 3; the operator's ~101 MB: kubernetes_asyncio 44
-(generated API models; the operator uses only its ApiClient), then the same uvloop, aiohttp
-and pydantic, pyyaml 3, mqcluster 3. Measured 190 and 224 MB; each budget leaves ~20 MB
-(about 10%) for dependency releases, and is below what each regression this build removed
-would weigh: wheels left in a layer (+24 MB broker, +29 MB operator), the official client's
-own dependencies in the broker (grpcio-tools, opentelemetry, setuptools: ~+25 MB), grpcio
-and protobuf in the operator (~+23 MB), or a new dependency of that size.
+holds python3.11 and its standard library, coreutils, libc, apt and dpkg. The broker's
+virtualenv is mostly grpcio (the client endpoint), uvloop, aiohttp and pydantic; the
+operator's kubernetes_asyncio (generated API models; the operator uses only its
+ApiClient), then the same uvloop, aiohttp and pydantic, and pyyaml. The build prints each
+image's size and its largest packages (the README's table holds the figures); each budget
+leaves about a tenth for dependency releases, and is below what each regression this
+build removed would weigh: wheels left in a layer, the official client's own dependencies
+in the broker (grpcio-tools, opentelemetry, setuptools), grpcio and protobuf in the
+operator, or a new dependency of that size.
 
     python3 tools/images/build.py [--rebuild-base] [--only broker|operator] [--tag VERSION]
 """

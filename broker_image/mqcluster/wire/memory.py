@@ -4,8 +4,9 @@ glibc serves allocations of 128 KiB and more with their own mappings, returned t
 system when freed, but it raises that threshold to the size of any such block freed
 (up to 32 MiB). After one large read, the chunks every connection's transport reads
 (up to 256 KiB each) come from the heap instead, and a thousand connections' worth of
-them, freed between longer-lived objects, stays resident: 30-40 MB of a name server's
-RSS in a 1,000-connection partial-frame flood. Fixing the threshold at its default
+them, freed between longer-lived objects, stays resident (tens of MB of a name server's
+RSS in a partial-frame flood: tests/namesrv/test_limits_rss.py). Fixing the threshold at
+its default
 stops that adjustment; it costs a mapping per large buffer, small beside the copying
 of its bytes. ``MALLOC_MMAP_THRESHOLD_`` in the environment, if set, is left alone.
 """
