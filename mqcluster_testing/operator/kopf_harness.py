@@ -14,9 +14,10 @@ from typing import Any, Protocol
 import kmock
 import kopf
 
+from mqcluster.protocol.election import Election
 from mqcluster_operator import handlers
 from mqcluster_operator.applied import AppliedCache
-from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster_operator.follow.election_plan import ControllerMeta, ProbeError
 from mqcluster_operator.follow.election_probes import ProbeTarget
 from mqcluster_operator.k8s import Api
 

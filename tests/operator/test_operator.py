@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from mqcluster.protocol.election import Election, ReplicaState
 from mqcluster_operator import names
-from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ReplicaState
+from mqcluster_operator.follow.election_plan import ControllerMeta
 from mqcluster_operator.k8s import Ref
 from mqcluster_testing.operator.kopf_harness import FakeCluster, Harness, running_operator
 

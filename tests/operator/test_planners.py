@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mqcluster.protocol.election import ReplicaState
 from mqcluster_operator import conditions, names
 from mqcluster_operator.events import build_event
-from mqcluster_operator.follow.election_plan import ReplicaState
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.reconcile import plan_brokergroup, plan_controller, readiness
 

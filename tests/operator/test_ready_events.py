@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from mqcluster.protocol.election import Election, ReplicaState
 from mqcluster_operator import names, reconcile
-from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.follow.election_poller import SharedPoller
 from mqcluster_operator.k8s import Ref
 from mqcluster_operator.readiness import Coalescer, Tracker, owner_of, pod_signature

@@ -19,19 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-@dataclass(frozen=True)
-class ReplicaState:
-    broker_id: int | None
-    address: str
-    alive: bool = True
-    in_sync: bool = False
-
-
-@dataclass(frozen=True)
-class Election:
-    master_address: str | None
-    replicas: tuple[ReplicaState, ...] = ()
+from mqcluster.protocol.election import Election, ReplicaState, election_of
 
 
 @dataclass(frozen=True)
@@ -69,14 +57,7 @@ def successor(master: str | None, me: str, replicas: Sequence[ReplicaState]) -> 
 async def election(client: Any, broker_name: str) -> Election:
     """The group's master and replicas, as the controller's SyncStateSet table has them."""
     table = await client.get_sync_state_data([broker_name])
-    info = table.replicas_info_table.get(broker_name)
-    if info is None:
-        return Election(None)
-    groups = ((info.in_sync_replicas, True), (info.not_in_sync_replicas, False))
-    return Election(info.master_address or None, tuple(
-        ReplicaState(r.broker_id, r.broker_address, r.alive, in_sync)
-        for group, in_sync in groups for r in group
-    ))
+    return election_of(table.replicas_info_table.get(broker_name))
 
 
 async def hand_over(me: BrokerIdentity, timeout: float, poll: float = 0.2) -> str:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from mqcluster.protocol.election import Election
+
 from .. import conditions, metrics, names
 from ..k8s import Api, Ref, differs
 from ..manifests import Owner
@@ -19,7 +21,7 @@ from ..models import BrokerGroupSpec
 from ..reconcile import controller_ref, parse, paused, view_of
 from ..views import Reads
 from .context import Clock, Context, Log, Round, broker_addr, running_mode
-from .election_plan import Election, PodInfo, ProbeError
+from .election_plan import PodInfo, ProbeError
 from .election_poller import ElectionHub, Subscription
 from .election_probes import ProbeTarget
 from .epochs import check_epochs

@@ -13,30 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mqcluster.protocol.election import Election
+
 from .. import conditions, names
 from ..events import REASON_MASTER_CHANGED
 from .epochs_plan import ReplicaEpochs
 
 MASTER_ROLES = frozenset({"SYNC_MASTER", "ASYNC_MASTER"})
-
-
-@dataclass(frozen=True)
-class ReplicaState:
-    broker_id: int | None
-    address: str
-    alive: bool = True
-    in_sync: bool = False
-
-
-@dataclass(frozen=True)
-class Election:
-    """What the cluster says about one broker group."""
-
-    master_address: str | None
-    master_epoch: int | None = None
-    sync_state_set_epoch: int | None = None
-    replicas: tuple[ReplicaState, ...] = ()
-    active_controller: str | None = None
 
 
 @dataclass(frozen=True)

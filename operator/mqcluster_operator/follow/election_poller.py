@@ -21,7 +21,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from .election_plan import ControllerProbe, Election, ProbeError
+from mqcluster.protocol.election import Election
+
+from .election_plan import ControllerProbe, ProbeError
 from .election_probes import ProbeTarget
 
 log = logging.getLogger(__name__)

@@ -12,14 +12,9 @@ from typing import Any
 
 import aiohttp
 
-from .election_plan import (
-    MASTER_ROLES,
-    ControllerMeta,
-    ControllerProbe,
-    Election,
-    ProbeError,
-    ReplicaState,
-)
+from mqcluster.protocol.election import Election, ReplicaState, election_of
+
+from .election_plan import MASTER_ROLES, ControllerMeta, ControllerProbe, ProbeError
 
 
 class RemotingControllerProbe:
@@ -59,23 +54,8 @@ class RemotingControllerProbe:
         except Exception as exc:
             raise ProbeError(f"controller: {exc}") from exc
         active = self._client.active
-        out: dict[str, Election] = {}
-        for name in broker_names:
-            info = table.replicas_info_table.get(name)
-            if info is None:
-                out[name] = Election(None, active_controller=active)
-                continue
-            groups = ((info.in_sync_replicas, True), (info.not_in_sync_replicas, False))
-            replicas = tuple(
-                ReplicaState(r.broker_id, r.broker_address, r.alive, in_sync)
-                for group, in_sync in groups
-                for r in group
-            )
-            out[name] = Election(
-                info.master_address or None, info.master_epoch, info.sync_state_set_epoch,
-                replicas, active,
-            )
-        return out
+        return {name: election_of(table.replicas_info_table.get(name), active)
+                for name in broker_names}
 
     async def switchover(self, cluster: str, broker_name: str, broker_id: int) -> None:
         await self._client.elect_master(cluster, broker_name, broker_id, designate=True)

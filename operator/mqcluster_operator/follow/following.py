@@ -9,12 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqcluster.protocol.election import Election
+
 from .. import metrics, names
 from ..events import build_event
 from ..k8s import Ref, differs
 from ..reconcile import paused
 from .context import WRITE_MEMORY, Context, Round, merged
-from .election_plan import Election, PodInfo, plan_follow
+from .election_plan import PodInfo, plan_follow
 from .election_poller import Subscription
 from .epochs_plan import ReplicaEpochs
 

@@ -8,12 +8,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from mqcluster.protocol.election import Election
+
 from .. import conditions, names
 from ..events import build_event
 from ..k8s import Ref
 from ..reconcile import controller_ref
 from .context import Context, Round, broker_addr
-from .election_plan import Election
 from .migration_driver import MigrationDriver
 from .migration_plan import FINAL, MigrationFacts, migrates_first, plan_migration
 

@@ -8,8 +8,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from mqcluster.protocol.election import Election, ReplicaState
 from mqcluster_operator import names
-from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
 NS = "ns"

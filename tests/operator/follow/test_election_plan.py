@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mqcluster.protocol.election import Election, ReplicaState
 from mqcluster_operator import conditions
 from mqcluster_operator.follow.election_plan import (
-    Election,
     PodInfo,
-    ReplicaState,
     plan_follow,
     pod_for_address,
     switchover_target,

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from mqcluster_operator.follow.election_plan import ControllerMeta, Election, ProbeError
+from mqcluster.protocol.election import Election
+from mqcluster_operator.follow.election_plan import ControllerMeta, ProbeError
 from mqcluster_operator.follow.election_poller import ElectionHub, SharedPoller
 from mqcluster_operator.follow.election_probes import ProbeTarget
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mqcluster.protocol.election import Election, ReplicaState
 from mqcluster_operator.follow.daemon import BrokerGroupFollower
-from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
 from .fakes import BODY, FixedHub, Log, addr, pod

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mqcluster.admin.commands import AdminError
+from mqcluster.protocol.election import Election, ReplicaState
 from mqcluster_operator import names
 from mqcluster_operator.follow.daemon import BrokerGroupFollower
-from mqcluster_operator.follow.election_plan import Election, ReplicaState
 from mqcluster_operator.k8s import Ref
 
 from .fakes import NS, FixedHub, Log, addr
