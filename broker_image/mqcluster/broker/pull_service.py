@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.long_poll import ArrivalNotifier
+from mqcluster.broker.messaging.access import Caller, check_read_queue
 from mqcluster.broker.messaging.refusal import Refusal
 from mqcluster.broker.remoting_status import REFUSAL_CODES
 from mqcluster.broker.request_checks import names_rejection
@@ -53,31 +54,13 @@ class PullService:
         bad = names_rejection(h.topic, h.consumerGroup)
         if bad is not None:
             return PullOutcome(bad.code, bad.remark)
+        caller = Caller(h.consumerGroup)
+        access = self.topics.access
         try:
-            topic = self.topics.access.for_read(h.topic)
+            check_read_queue(h.queueId, access.for_read(h.topic, caller))
+            access.consuming_group(h.consumerGroup, caller)
         except Refusal as refusal:
             return PullOutcome(REFUSAL_CODES[refusal.reason], refusal.remark)
-        if h.queueId >= topic.readQueueNums:
-            return PullOutcome(
-                BrokerResponseCode.INVALID_REQUEST,
-                f"queueId={h.queueId} is illegal: topic {h.topic!r} has "
-                f"{topic.readQueueNums} read queues",
-            )
-        subs = self.ctx.store.subscriptions
-        group = subs.get(h.consumerGroup)
-        if group is None:
-            if not self.ctx.config.autoCreateSubscriptionGroup:
-                return PullOutcome(
-                    BrokerResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                    f"consumer group {h.consumerGroup!r} does not exist and "
-                    "autoCreateSubscriptionGroup=false",
-                )
-            group = subs.create_if_absent(h.consumerGroup)
-        if not group.consumeEnable:
-            return PullOutcome(
-                BrokerResponseCode.NO_PERMISSION,
-                f"consumer group {h.consumerGroup!r} may not consume (consumeEnable=false)",
-            )
         if h.expressionType.upper() != "TAG":
             return PullOutcome(
                 BrokerResponseCode.SUBSCRIPTION_PARSE_FAILED,

@@ -32,10 +32,13 @@ REFUSAL_CODES: dict[Reason, int] = {
     Reason.TOPIC_NOT_FOUND: R.TOPIC_NOT_EXIST,
     Reason.TOPIC_NOT_WRITABLE: R.NO_PERMISSION,
     Reason.TOPIC_NOT_READABLE: R.NO_PERMISSION,
+    Reason.ILLEGAL_CONSUMER_GROUP: R.INVALID_REQUEST,
+    Reason.GROUP_NOT_FOUND: R.SUBSCRIPTION_GROUP_NOT_EXIST,
+    Reason.GROUP_NOT_CONSUMING: R.NO_PERMISSION,
     Reason.UNAUTHORIZED: R.NO_PERMISSION,
     Reason.UNSUPPORTED: R.REQUEST_CODE_NOT_SUPPORTED,
 }
-"""How this front end answers each refusal of the message service."""
+"""How this front end answers each refusal of the message service (sends and reads)."""
 
 PUT_STATUS_CODES: dict[PutStatus, int] = {
     PutStatus.PUT_OK: R.SUCCESS,

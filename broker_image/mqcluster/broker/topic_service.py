@@ -45,7 +45,7 @@ class TopicService:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.access = TopicAccess(
-            ctx.store.topics, lambda: ctx.config,
+            ctx.store.topics, lambda: ctx.config, groups=ctx.store.subscriptions,
             where=f"broker {ctx.broker_name} ({ctx.addresses.broker})",
             broker_permission=lambda: ctx.config.brokerPermission,
             is_master=lambda: ctx.role.is_master, on_created=ctx.topics_changed)

@@ -38,9 +38,9 @@ def _service(mlog: MemoryLog, *, perm: int = 6, master: bool = True, auto: bool 
              authorizer: Authorizer = _allow) -> SendService:
     config = MessagingConfig(brokerName="broker-a", autoCreateTopicEnable=auto)
     access = TopicAccess(mlog.topics, lambda: config, where="broker broker-a",
-                         broker_permission=lambda: perm, is_master=lambda: master)
-    return SendService(mlog, access, limits=lambda: config, clock=ManualClock(), fields=config,
-                       authorizer=authorizer)
+                         groups=mlog.subscriptions, broker_permission=lambda: perm,
+                         is_master=lambda: master, authorizer=authorizer)
+    return SendService(mlog, access, limits=lambda: config, clock=ManualClock(), fields=config)
 
 
 @pytest.fixture

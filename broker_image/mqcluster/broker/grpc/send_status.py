@@ -32,10 +32,13 @@ REFUSAL_CODES: dict[Reason, Code] = {
     Reason.TOPIC_NOT_FOUND: Code.TOPIC_NOT_FOUND,
     Reason.TOPIC_NOT_WRITABLE: Code.FORBIDDEN,
     Reason.TOPIC_NOT_READABLE: Code.FORBIDDEN,
+    Reason.ILLEGAL_CONSUMER_GROUP: Code.ILLEGAL_CONSUMER_GROUP,
+    Reason.GROUP_NOT_FOUND: Code.CONSUMER_GROUP_NOT_FOUND,
+    Reason.GROUP_NOT_CONSUMING: Code.FORBIDDEN,
     Reason.UNAUTHORIZED: Code.UNAUTHORIZED,
     Reason.UNSUPPORTED: Code.UNSUPPORTED,
 }
-"""How this front end answers each refusal of the message service."""
+"""How this front end answers each refusal of the message service (sends and reads)."""
 
 PUT_FAILURES: dict[PutStatus, Code] = {
     PutStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,

@@ -23,12 +23,14 @@ from mqcluster.broker.grpc.forward import ForwardingHandler, MasterChannels
 from mqcluster.broker.grpc.host import MessagingHost
 from mqcluster.broker.grpc.observe import TrafficObserver
 from mqcluster.broker.grpc.routes import LocalRouteProvider, RouteProvider, parse_address
+from mqcluster.broker.grpc.send_status import refusal_error
 from mqcluster.broker.grpc.servicer import CallInfo, MessagingServicer
 from mqcluster.broker.grpc.telemetry import TelemetrySession
 from mqcluster.broker.grpc.write_perm import NamesrvWritePerm
 from mqcluster.broker.messaging.clock import Clock
 from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.broker.messaging.errors import Code, MessagingError
+from mqcluster.broker.messaging.refusal import Refusal
 from mqcluster.broker.messaging.service import MessagingService
 from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE
@@ -61,6 +63,8 @@ def _parse(req_type: type[Req], raw: bytes) -> Req:
 def _failure(exc: BaseException, method: str) -> MessagingError:
     if isinstance(exc, MessagingError):
         return exc
+    if isinstance(exc, Refusal):
+        return refusal_error(exc)
     log.exception("%s failed", method)
     return MessagingError(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
 

@@ -77,7 +77,7 @@ class MessagingServicer:
     async def query_assignment(self, req: spb.QueryAssignmentRequest,
                                call: CallInfo) -> spb.QueryAssignmentResponse:
         check_topic(req.topic.name)
-        self.service.catalog.group(req.group.name)
+        self.service.catalog.group(req.group.name, Caller(call.client_id))
         routes = await self.routes.assignment(req.topic.name, req.group.name,
                                               convert.addresses_of(req.endpoints))
         ns = req.topic.resource_namespace
@@ -92,7 +92,7 @@ class MessagingServicer:
     async def heartbeat(self, req: spb.HeartbeatRequest, call: CallInfo) -> spb.HeartbeatResponse:
         group = req.group.name if req.HasField("group") else None
         if group:
-            self.service.catalog.group(group)
+            self.service.catalog.group(group, Caller(call.client_id))
         if call.client_id:
             self.service.clients.touch(call.client_id, self.service.clock.now_ms(),
                                        kind=_client_kind(req.client_type), group=group)
@@ -187,7 +187,8 @@ class MessagingServicer:
                          owner=call.client_id if req.auto_renew and call.client_id else None)
         if call.client_id:
             self.service.clients.touch(call.client_id, self.service.clock.now_ms(), group=group)
-        found = await self.service.receive(pop, self._long_polling_ms(polling, call))
+        found = await self.service.receive(pop, self._long_polling_ms(polling, call),
+                                           Caller(call.client_id))
         ns = req.message_queue.topic.resource_namespace
         if not found:
             yield spb.ReceiveMessageResponse(
@@ -237,15 +238,15 @@ class MessagingServicer:
 
     # ---- offsets and pull ------------------------------------------------------
 
-    def _queue(self, mq: pb.MessageQueue) -> tuple[str, int]:
+    def _queue(self, mq: pb.MessageQueue, call: CallInfo) -> tuple[str, int]:
         check_topic(mq.topic.name)
-        self.service.check_queue(mq.topic.name, mq.id, for_read=True)
+        self.service.check_queue(mq.topic.name, mq.id, caller=Caller(call.client_id))
         return mq.topic.name, mq.id
 
     async def update_offset(self, req: spb.UpdateOffsetRequest,
                             call: CallInfo) -> spb.UpdateOffsetResponse:
         check_group(req.group.name)
-        topic, qid = self._queue(req.message_queue)
+        topic, qid = self._queue(req.message_queue, call)
         if req.offset < 0:
             raise MessagingError(Code.ILLEGAL_OFFSET, "offset must not be negative")
         async with self.service.consume.lock(req.group.name):
@@ -254,7 +255,7 @@ class MessagingServicer:
 
     async def get_offset(self, req: spb.GetOffsetRequest, call: CallInfo) -> spb.GetOffsetResponse:
         check_group(req.group.name)
-        topic, qid = self._queue(req.message_queue)
+        topic, qid = self._queue(req.message_queue, call)
         offset = self.service.consume.committed_offset(req.group.name, topic, qid)
         if offset < 0:
             raise MessagingError(Code.OFFSET_NOT_FOUND,
@@ -263,7 +264,7 @@ class MessagingServicer:
 
     async def query_offset(self, req: spb.QueryOffsetRequest,
                            call: CallInfo) -> spb.QueryOffsetResponse:
-        topic, qid = self._queue(req.message_queue)
+        topic, qid = self._queue(req.message_queue, call)
         log_ = self.service.log
         if req.query_offset_policy == pb.QueryOffsetPolicy.BEGINNING:
             offset = log_.min_offset(topic, qid)
@@ -279,8 +280,8 @@ class MessagingServicer:
     async def pull_message(self, req: spb.PullMessageRequest,
                            call: CallInfo) -> AsyncIterator[spb.PullMessageResponse]:
         check_group(req.group.name)
-        self.service.catalog.group(req.group.name)
-        topic, qid = self._queue(req.message_queue)
+        self.service.catalog.group(req.group.name, Caller(call.client_id))
+        topic, qid = self._queue(req.message_queue, call)
         if req.offset < 0:
             raise MessagingError(Code.ILLEGAL_OFFSET, "offset must not be negative")
         flt = convert.filter_of(req.filter_expression)

@@ -18,9 +18,11 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 
 from mqcluster.broker.grpc import convert
+from mqcluster.broker.grpc.send_status import refusal_error
 from mqcluster.broker.grpc.settings import server_settings
 from mqcluster.broker.messaging.clients import ClientKind
 from mqcluster.broker.messaging.errors import Code, MessagingError
+from mqcluster.broker.messaging.refusal import Refusal
 from mqcluster.broker.messaging.service import MessagingService
 from mqcluster.broker.messaging.transaction import CheckRequest
 
@@ -74,6 +76,8 @@ class TelemetrySession:
             reply = server_settings(settings, self._service)
         except MessagingError as exc:
             return spb.TelemetryCommand(status=convert.error_status(exc))
+        except Refusal as refusal:
+            return spb.TelemetryCommand(status=convert.error_status(refusal_error(refusal)))
         self._service.clients.touch(self._client_id, now, kind=kind, group=group, topics=topics)
         return spb.TelemetryCommand(status=convert.status(Code.OK), settings=reply)
 

@@ -1,10 +1,10 @@
-"""Who may do what, and the topic lookups of sends and reads, for every front end.
+"""Who may do what, and the topic and group lookups of sends and reads, for every front end.
 
 ``authorize`` is the one place where a caller's identity will be checked against the
 resource and action (RocketMQ ACL 2.0: Topic/Group resources, Pub/Sub actions); both the
-remoting handlers and the gRPC endpoint reach it through the message service.
-``TopicAccess`` holds the permission rules of a broker: its role, ``brokerPermission``,
-the topic's own perm, and auto-creation.
+remoting handlers and the gRPC endpoint reach it through ``TopicAccess``, which holds
+the permission rules of a broker: its role, ``brokerPermission``, the topic's own perm,
+a group's ``consumeEnable``, and auto-creation.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from enum import Enum
 from typing import Protocol
 
 from mqcluster.broker.messaging.refusal import Reason, Refusal
+from mqcluster.store.subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig, TopicConfigManager
+from mqcluster.store.validation import group_name_problem
 
 
 class Action(Enum):
@@ -43,8 +45,6 @@ class Resource:
 
 ANONYMOUS = Caller()
 
-Authorizer = Callable[[Caller, Resource, Action], None]
-
 
 def authorize(caller: Caller, resource: Resource, action: Action) -> None:
     """Raise ``Refusal(UNAUTHORIZED, ...)`` when ``caller`` may not do ``action`` on
@@ -53,10 +53,24 @@ def authorize(caller: Caller, resource: Resource, action: Action) -> None:
     return None
 
 
+Authorizer = Callable[[Caller, Resource, Action], None]
+
+
+def check_read_queue(queue_id: int, topic: TopicConfig, *, any_queue: bool = False) -> None:
+    """``queue_id`` is one of the topic's read queues (or -1, "any", where allowed)."""
+    if not (0 <= queue_id < topic.readQueueNums or (any_queue and queue_id == -1)):
+        raise Refusal(
+            Reason.ILLEGAL_QUEUE_ID,
+            f"queueId={queue_id} is illegal: topic {topic.topicName!r} has "
+            f"{topic.readQueueNums} read queues",
+        )
+
+
 class TopicSettings(Protocol):
     """The keys read on every lookup (``BrokerConfig`` and ``MessagingConfig`` fit)."""
 
     autoCreateTopicEnable: bool
+    autoCreateSubscriptionGroup: bool
     defaultTopicQueueNums: int
 
 
@@ -71,22 +85,29 @@ def _always() -> bool:
 class TopicAccess:
     """``settings``, ``broker_permission`` and ``is_master`` are read on every call (a
     runtime config change or a failover changes them); ``where`` names the broker in
-    remarks; ``on_created`` is told when a topic was auto-created."""
+    remarks; ``on_created`` is told when a topic was auto-created; ``authorizer`` is
+    asked first on every lookup (``authorize``)."""
 
     def __init__(self, topics: TopicConfigManager, settings: Callable[[], TopicSettings], *,
-                 where: str, broker_permission: Callable[[], int] = _read_write,
+                 where: str, groups: SubscriptionGroupManager | None = None,
+                 broker_permission: Callable[[], int] = _read_write,
                  is_master: Callable[[], bool] = _always,
-                 on_created: Callable[[], None] | None = None) -> None:
+                 on_created: Callable[[], None] | None = None,
+                 authorizer: Authorizer = authorize) -> None:
         self.topics = topics
+        self.groups = groups
         self.settings = settings
         self.where = where
         self.broker_permission = broker_permission
         self.is_master = is_master
         self.on_created = on_created
+        self.authorize = authorizer
 
-    def for_write(self, topic: str, queue_nums_hint: int | None = None) -> TopicConfig:
+    def for_write(self, topic: str, caller: Caller = ANONYMOUS,
+                  queue_nums_hint: int | None = None) -> TopicConfig:
         """The topic's config, auto-created when allowed; a Refusal when it cannot be
         written here. The name was checked before (``send_checks.check_send_topic``)."""
+        self.authorize(caller, Resource("Topic", topic), Action.PUB)
         if not self.is_master():
             raise Refusal(Reason.NOT_MASTER,
                           f"{self.where} is a slave and does not accept messages")
@@ -105,8 +126,9 @@ class TopicAccess:
             raise Refusal(Reason.TOPIC_NOT_WRITABLE, f"topic {topic!r} is not writable (perm)")
         return cfg
 
-    def for_read(self, topic: str) -> TopicConfig:
+    def for_read(self, topic: str, caller: Caller = ANONYMOUS) -> TopicConfig:
         """The topic's config; a Refusal when it cannot be read here."""
+        self.authorize(caller, Resource("Topic", topic), Action.SUB)
         if not self.broker_permission() & PERM_READ:
             raise Refusal(Reason.BROKER_NOT_READABLE,
                           f"{self.where} forbids reads (brokerPermission)")
@@ -115,6 +137,26 @@ class TopicAccess:
             raise Refusal(Reason.TOPIC_NOT_FOUND, f"topic {topic!r} does not exist on {self.where}")
         if not cfg.readable:
             raise Refusal(Reason.TOPIC_NOT_READABLE, f"topic {topic!r} is not readable (perm)")
+        return cfg
+
+    def consuming_group(self, group: str, caller: Caller = ANONYMOUS) -> SubscriptionGroupConfig:
+        """The consumer group's config, auto-created when allowed; a Refusal when the
+        name breaks the rules, the group is unknown, or it may not consume."""
+        assert self.groups is not None, "group lookups need the subscription group table"
+        self.authorize(caller, Resource("Group", group), Action.SUB)
+        problem = group_name_problem(group)
+        if problem is not None:
+            raise Refusal(Reason.ILLEGAL_CONSUMER_GROUP, problem)
+        cfg = self.groups.get(group)
+        if cfg is None:
+            if not self.settings().autoCreateSubscriptionGroup:
+                raise Refusal(Reason.GROUP_NOT_FOUND,
+                              f"consumer group {group!r} does not exist and "
+                              "autoCreateSubscriptionGroup=false")
+            cfg = self.groups.create_if_absent(group)
+        if not cfg.consumeEnable:
+            raise Refusal(Reason.GROUP_NOT_CONSUMING,
+                          f"consumer group {group!r} may not consume (consumeEnable=false)")
         return cfg
 
     def perm(self, cfg: TopicConfig) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mqcluster.broker.messaging.access import TopicAccess
+from mqcluster.broker.messaging.access import ANONYMOUS, Caller, TopicAccess
 from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.broker.messaging.errors import Code, MessagingError
-from mqcluster.broker.messaging.naming import check_group, is_system_topic
+from mqcluster.broker.messaging.naming import is_system_topic
 from mqcluster.broker.messaging.store_port import MessageLog
 from mqcluster.store.subscription_group import SubscriptionGroupConfig
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
@@ -36,19 +36,13 @@ class Catalog:
         self._config = config
         self._on_topic_created = on_topic_created
         self.broker_permission = broker_permission
-        self.access = TopicAccess(log.topics, lambda: config,
+        self.access = TopicAccess(log.topics, lambda: config, groups=log.subscriptions,
                                   where=where or f"broker {config.brokerName}",
                                   broker_permission=broker_permission, is_master=is_master,
                                   on_created=on_topic_created)
 
     def perm(self, config: TopicConfig) -> int:
         return self.access.perm(config)
-
-    def writable(self, config: TopicConfig) -> bool:
-        return bool(self.perm(config) & PERM_WRITE)
-
-    def readable(self, config: TopicConfig) -> bool:
-        return bool(self.perm(config) & PERM_READ)
 
     def topic(self, name: str, *, create: bool = True) -> TopicConfig:
         """The topic's config; created with the default queue count when allowed."""
@@ -69,20 +63,10 @@ class Catalog:
             self._on_topic_created()
         return created
 
-    def group(self, name: str) -> SubscriptionGroupConfig:
-        check_group(name)
-        found = self._log.subscriptions.get(name)
-        if found is not None:
-            if not found.consumeEnable:
-                raise MessagingError(
-                    Code.FORBIDDEN, f"consumer group {name!r} is not allowed to consume"
-                )
-            return found
-        if not self._config.autoCreateSubscriptionGroup:
-            raise MessagingError(
-                Code.CONSUMER_GROUP_NOT_FOUND, f"consumer group {name!r} does not exist"
-            )
-        return self._log.subscriptions.create_if_absent(name)
+    def group(self, name: str, caller: Caller = ANONYMOUS) -> SubscriptionGroupConfig:
+        """The group's config, auto-created when allowed; raises Refusal (the front end
+        answers it with its own code) when it may not consume here."""
+        return self.access.consuming_group(name, caller)
 
     def known_group(self, name: str) -> SubscriptionGroupConfig | None:
         return self._log.subscriptions.get(name)

@@ -1,4 +1,4 @@
-"""Why the message service refuses a request, in words of its own.
+"""Why the message service refuses a send or a read, in words of its own.
 
 Each front end answers a ``Refusal`` with its own status code through a small table
 (``handlers/send.py`` for remoting, ``grpc/send_status.py`` for gRPC); the remark is the
@@ -36,6 +36,9 @@ class Reason(Enum):
     TOPIC_NOT_FOUND = "TOPIC_NOT_FOUND"
     TOPIC_NOT_WRITABLE = "TOPIC_NOT_WRITABLE"
     TOPIC_NOT_READABLE = "TOPIC_NOT_READABLE"
+    ILLEGAL_CONSUMER_GROUP = "ILLEGAL_CONSUMER_GROUP"
+    GROUP_NOT_FOUND = "GROUP_NOT_FOUND"
+    GROUP_NOT_CONSUMING = "GROUP_NOT_CONSUMING"
     UNAUTHORIZED = "UNAUTHORIZED"
     UNSUPPORTED = "UNSUPPORTED"
 

@@ -1,7 +1,7 @@
 """The broker's one send path, behind the remoting handlers and the gRPC endpoint alike.
 
-A send is checked (``send_checks``), authorized (``access.authorize``), its topic looked
-up or auto-created with the broker's permissions (``access.TopicAccess``), given a
+A send is checked (``send_checks``), authorized (``access.authorize``) and its topic
+looked up or auto-created with the broker's permissions (``access.TopicAccess``), given a
 queue, written (delayed and half messages through their services), counted in the
 metrics, and answered with one ``SendOutcome``. The front ends only decode their
 request into an ``OutgoingMessage`` (gRPC) or a ``SendRequest`` (remoting) and encode
@@ -18,15 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mqcluster.broker.messaging import properties as p
-from mqcluster.broker.messaging.access import (
-    ANONYMOUS,
-    Action,
-    Authorizer,
-    Caller,
-    Resource,
-    TopicAccess,
-    authorize,
-)
+from mqcluster.broker.messaging.access import ANONYMOUS, Caller, TopicAccess
 from mqcluster.broker.messaging.clock import Clock
 from mqcluster.broker.messaging.delay import DelayService, encode_recall_handle
 from mqcluster.broker.messaging.kinds import MessageKind
@@ -50,7 +42,6 @@ from mqcluster.store.batch import RawBatch
 from mqcluster.store.codec import offset_msg_id
 from mqcluster.store.filter import tags_code
 from mqcluster.store.message import MessageRecord, PutResult, PutStatus
-from mqcluster.store.topic_config import TopicConfig
 
 
 @dataclass
@@ -137,15 +128,13 @@ class SendService:
     """``limits`` is read on every send (a runtime config change applies at once);
     ``fields`` bounds a gRPC message's own fields; ``batches`` is the real store's
     batched writes (remoting's encoded batches need it); ``delay`` and
-    ``transactions``, when given, take delayed and transactional messages;
-    ``authorizer`` is asked before any topic is looked up or created (``authorize``)."""
+    ``transactions``, when given, take delayed and transactional messages."""
 
     def __init__(self, log: MessageLog, access: TopicAccess, *,
                  limits: Callable[[], MessageLimits], clock: Clock,
                  fields: FieldLimits | None = None, batches: BatchLog | None = None,
                  metrics: PutMetrics | None = None, delay: DelayService | None = None,
-                 transactions: TransactionService | None = None,
-                 authorizer: Authorizer = authorize) -> None:
+                 transactions: TransactionService | None = None) -> None:
         self._log = log
         self.access = access
         self._limits = limits
@@ -155,7 +144,6 @@ class SendService:
         self._metrics = metrics
         self._delay = delay
         self._transactions = transactions
-        self._authorize = authorizer
         self._ids = MessageIdGenerator()
         self._round_robin: dict[str, itertools.count[int]] = {}
 
@@ -165,11 +153,6 @@ class SendService:
         if self._metrics is not None:
             self._metrics.record_put_error(refusal.reason.value)
         return SendOutcome(refusal)
-
-    def _writable_topic(self, topic: str, caller: Caller,
-                        queue_nums_hint: int | None = None) -> TopicConfig:
-        self._authorize(caller, Resource("Topic", topic), Action.PUB)
-        return self.access.for_write(topic, queue_nums_hint)
 
     def _queue_for(self, topic: str, message_group: str | None, queue_nums: int) -> int:
         """Messages of one group to one queue (FIFO); the others round robin."""
@@ -226,7 +209,7 @@ class SendService:
     async def send(self, msg: OutgoingMessage, caller: Caller = ANONYMOUS) -> SendOutcome:
         try:
             self.validate(msg)
-            topic = self._writable_topic(msg.topic, caller)
+            topic = self.access.for_write(msg.topic, caller)
             check_kind(msg.kind, topic)
         except Refusal as refusal:
             return self._refused(refusal)
@@ -271,7 +254,7 @@ class SendService:
         check_send_topic(req.topic)
         check_sys_flag(req.sys_flag)
         check_bodies(req.bodies, self._limits().maxMessageSize)
-        topic = self._writable_topic(req.topic, req.caller, req.default_queue_nums)
+        topic = self.access.for_write(req.topic, req.caller, req.default_queue_nums)
         if req.queue_id < 0:
             return self._queue_for(req.topic, None, max(1, topic.writeQueueNums))
         check_queue_id(req.queue_id, topic)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
-from mqcluster.broker.messaging.access import ANONYMOUS, Caller
+from mqcluster.broker.messaging.access import ANONYMOUS, Caller, check_read_queue
 from mqcluster.broker.messaging.catalog import Catalog
 from mqcluster.broker.messaging.clients import ClientRegistry
 from mqcluster.broker.messaging.clock import Clock, SystemClock
@@ -153,19 +153,14 @@ class MessagingService:
                 f"invisible duration {invisible_ms} ms is outside [{low}, {high}] ms",
             )
 
-    def check_queue(self, topic: str, queue_id: int, *, for_read: bool,
-                    any_queue: bool = False) -> TopicConfig:
-        """The topic's config, if ``queue_id`` is one of its queues (or ANY_QUEUE, if allowed)."""
+    def check_queue(self, topic: str, queue_id: int, *, any_queue: bool = False,
+                    caller: Caller = ANONYMOUS) -> TopicConfig:
+        """The topic's config when ``caller`` may read it here and ``queue_id`` is one of
+        its read queues (or ANY_QUEUE, if allowed); raises Refusal (the remoting pull's
+        rules, ``TopicAccess.for_read``) or MessagingError (a name gRPC refuses)."""
         check_topic(topic)
-        cfg = self.catalog.topic(topic, create=False)
-        nums = cfg.readQueueNums if for_read else cfg.writeQueueNums
-        if not (0 <= queue_id < max(1, nums) or (any_queue and queue_id == ANY_QUEUE)):
-            raise MessagingError(
-                Code.BAD_REQUEST, f"topic {topic!r} has no queue {queue_id} (it has {nums})"
-            )
-        if for_read and not self.catalog.readable(cfg):
-            raise MessagingError(Code.FORBIDDEN,
-                                 f"topic {topic!r} is not readable (perm, brokerPermission)")
+        cfg = self.catalog.access.for_read(topic, caller)
+        check_read_queue(queue_id, cfg, any_queue=any_queue)
         return cfg
 
     def _wake_receivers(self, handle: str) -> None:
@@ -205,11 +200,12 @@ class MessagingService:
                 replace(req, queue_id=qid, batch_size=req.batch_size - len(found)))
         return found
 
-    async def receive(self, req: PopRequest, long_polling_ms: int) -> list[Delivery]:
+    async def receive(self, req: PopRequest, long_polling_ms: int,
+                      caller: Caller = ANONYMOUS) -> list[Delivery]:
         """Pop from the topic's queues on this broker (as RocketMQ's proxy does, the
         request's queue only decides where to start); when nothing is there, wait up to
         ``long_polling_ms`` for an arrival, an ack or an invisible time running out."""
-        cfg = self.check_queue(req.topic, req.queue_id, for_read=True, any_queue=True)
+        cfg = self.check_queue(req.topic, req.queue_id, any_queue=True, caller=caller)
         if req.batch_size <= 0:
             raise MessagingError(Code.BAD_REQUEST, "batch size must be positive")
         self.check_invisible(req.invisible_ms, for_receive=True)
