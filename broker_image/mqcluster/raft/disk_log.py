@@ -111,10 +111,14 @@ class PendingSync:
 class DiskLog:
     """The on-disk Raft log of one node. Not thread-safe: one writer at a time."""
 
+    LOG_DIR = "log"
+    """The segments' directory under ``root`` (a log whose records hold something else
+    than whole entries keeps them apart, so neither layout is read as the other)."""
+
     def __init__(self, root: str | Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  drop_synced_pages: bool = True) -> None:
         self.root = Path(root)
-        self.log_dir = self.root / "log"
+        self.log_dir = self.root / self.LOG_DIR
         self.segment_bytes = segment_bytes
         self.drop_synced_pages = drop_synced_pages
         self._dropped_to = 0  # bytes of the tail segment dropped from the page cache

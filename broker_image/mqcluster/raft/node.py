@@ -193,6 +193,10 @@ class RunnerOptions:
     # ``mqcluster.raft.peers``; MQCLUSTER_RAFT_PEER_HOSTS=any turns it off); the sender
     # must be a configured peer either way.
     check_peer_hosts: bool = field(default_factory=hosts_checked)
+    # Write entries, truncations and hard state on the loop's own thread and only fsync
+    # in the I/O thread: for a log whose writes change state the loop owns (a DLedger
+    # log that writes messages into the broker's commitlog).
+    write_on_loop: bool = False
 
 
 def parse_peers(spec: str) -> dict[str, str]:
@@ -349,7 +353,10 @@ class RaftRunner:
         options: RunnerOptions | None = None,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
+        log_factory: Callable[[], DiskLog] | None = None,
     ) -> None:
+        """``log_factory``: opens the log on the loop's thread at ``start`` (default: a
+        ``DiskLog`` in ``store_dir``, opened in a thread)."""
         if node_id not in peers:
             raise ValueError(f"node id {node_id!r} is not among the peers {sorted(peers)}")
         self.node_id = node_id
@@ -365,6 +372,7 @@ class RaftRunner:
         self.on_role_change: list[Callable[[RaftStatus], None]] = []
 
         self._log: DiskLog | None = None
+        self._log_factory = log_factory
         # One thread for all disk writes: DiskLog has a single writer.
         self._io = ThreadPoolExecutor(1, thread_name_prefix=f"raft-io-{node_id}")
         self._node: RaftNode | None = None
@@ -405,9 +413,12 @@ class RaftRunner:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        self._log = await asyncio.to_thread(
-            DiskLog, self.store_dir, segment_bytes=self.options.segment_bytes
-        )
+        if self._log_factory is not None:
+            self._log = self._log_factory()
+        else:
+            self._log = await asyncio.to_thread(
+                DiskLog, self.store_dir, segment_bytes=self.options.segment_bytes
+            )
         # Without snapshots the log is never compacted: its entries' data is read
         # when needed rather than all at once.
         state = self._log.load(with_data=self.options.max_cached_log_bytes is None)
@@ -748,7 +759,7 @@ class RaftRunner:
         if rd.committed:
             self._handed_commit = max(self._handed_commit, rd.committed[-1].index)
         messages, committed = rd.messages, rd.committed
-        if rd.snapshot is None and committed:
+        if rd.snapshot is None and committed and not self.options.write_on_loop:
             # Committed entries are durable on a majority already: applying them
             # does not need this member's copy on disk (after a crash the state
             # machine is rebuilt from the log), so proposers get their results
@@ -780,6 +791,9 @@ class RaftRunner:
                 assert self._log is not None
                 self._log.append(rd.entries, records, sync=False)
                 durable = False
+            elif rd.snapshot is None and self.options.write_on_loop:
+                await self._write_then_sync(rd, records, committed, leading, loop)
+                committed = []
             elif rd.snapshot is None and self._persist_ewma < self.options.inline_persist_below:
                 self._persist(rd, records)
                 stats.inline_persists += 1
@@ -857,6 +871,31 @@ class RaftRunner:
         self._apply_ahead()
         self._wake.set()  # the driver: new Readies, and the next fsync if one is due
 
+    async def _write_then_sync(
+        self,
+        rd: Ready,
+        records: bytes | None,
+        committed: list[Entry],
+        leading: bool,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        """``RunnerOptions.write_on_loop``: the writes here, then the committed entries
+        applied (after the writes: a state machine may read what they wrote, never what
+        a truncation is about to remove; before the fsync: they are durable on a
+        majority), then the fsync in the I/O thread."""
+        store = self._log
+        assert store is not None
+        self._write(store, rd, records, sync=False)
+        self._apply(committed)
+        pending = store.begin_sync()
+        if pending is None:
+            return
+        self._push_early = leading
+        try:
+            await loop.run_in_executor(self._io, store.sync_descriptor, pending)
+        finally:
+            self._push_early = False
+
     def _persist(self, rd: Ready, records: bytes | None) -> None:
         """On the loop or in the I/O thread: everything here must be durable before sending."""
         store = self._log
@@ -869,7 +908,7 @@ class RaftRunner:
             self._persist_ewma += (took - self._persist_ewma) * 0.25
 
     @staticmethod
-    def _write(store: DiskLog, rd: Ready, records: bytes | None) -> None:
+    def _write(store: DiskLog, rd: Ready, records: bytes | None, sync: bool = True) -> None:
         if rd.hard_state is not None:
             store.save_hard_state(rd.hard_state)
         if rd.snapshot is not None:
@@ -877,7 +916,7 @@ class RaftRunner:
         if rd.truncate_from is not None:
             store.truncate_from(rd.truncate_from)
         if rd.entries:
-            store.append(rd.entries, records)
+            store.append(rd.entries, records, sync=sync)
         if rd.compacted_to is not None:
             store.compact(rd.compacted_to)
 
@@ -925,6 +964,14 @@ class RaftRunner:
         if node is None or node.commit_index <= self._applied:
             return
         entries = node.committed_entries(self._applied + 1)
+        if self.options.write_on_loop:
+            # Only what this member has written: the core may hold entries stepped in
+            # from a new leader that the driver has yet to write (or to truncate for).
+            written = self._log
+            assert written is not None
+            while entries and (entries[-1].index > written.last_index
+                               or written.term_at(entries[-1].index) != entries[-1].term):
+                entries.pop()
         if entries and entries[0].index == self._applied + 1:
             self._apply(entries)
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from mqcluster.common.files import atomic_write, fsync_dir
+from mqcluster.protocol.properties import PROPERTY_UNIQ_KEY
 from mqcluster.store import codec
 from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
 from mqcluster.store.built import BuiltBatch
@@ -43,14 +44,7 @@ from mqcluster.store.layout import (
     save_layout,
 )
 from mqcluster.store.lockfile import StoreLock
-from mqcluster.store.message import (
-    PROPERTY_UNIQ_KEY,
-    GetResult,
-    MessageRecord,
-    PutResult,
-    PutStatus,
-    StoredMessage,
-)
+from mqcluster.store.message import GetResult, MessageRecord, PutResult, PutStatus, StoredMessage
 from mqcluster.store.reader import get_messages
 from mqcluster.store.recovery import recover
 from mqcluster.store.retention import CleanResult, Retention, disk_usage_ratio
@@ -154,9 +148,15 @@ class MessageStore:
             self.subscriptions.load()
             self.offsets.load()
             abnormal = os.path.exists(cfg.abort_path)
+            if cfg.storePathDLedgerCommitLog is not None:
+                # DLedger: the commitlog's tail may hold entries not committed yet; the
+                # consume queues stop where the last committed one ended (the Raft log
+                # moves it on as entries commit).
+                self._confirm_offset = checkpoint.confirm_phy_offset if checkpoint else 0
             self.recovery = recover(self._commitlog, self._queues, self._dispatcher,
                                     checkpoint, cfg.checkCRCOnRecover,
-                                    DamageArchive(cfg.damaged_dir, self._clock))
+                                    DamageArchive(cfg.damaged_dir, self._clock),
+                                    self._confirm_offset)
             if load_layout(cfg.layout_path) != configured:
                 save_layout(cfg.layout_path, configured)
             if abnormal:
@@ -583,6 +583,42 @@ class MessageStore:
         self._confirm_offset = offset
         self._dispatch.wake()
 
+    def confirm_to(self, offset: int, dispatch_now: bool) -> None:
+        """Move the confirm offset on to ``offset`` (never back); ``dispatch_now``: add
+        the consume-queue entries in this turn (someone waits for them)."""
+        if self._confirm_offset is not None and offset <= self._confirm_offset:
+            return
+        self._confirm_offset = offset
+        if dispatch_now:
+            self._dispatch.dispatch_now()
+        else:
+            self._dispatch.wake()
+
+    def commitlog_syncer(self, start: int, end: int) -> Callable[[], None]:
+        """What fsyncs the commitlog's ``[start, end)`` from any thread: it holds its
+        own descriptors of those segments, so a truncation meanwhile cannot close them
+        under the fsync (it closes them when done)."""
+        fds = [os.dup(seg.fd) for seg in self._commitlog.files.between(start, end)
+               if seg.fd >= 0] if end > start else []
+        fsync = self._fsync
+
+        def sync() -> None:
+            try:
+                for fd in fds:
+                    fsync(fd)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        return sync
+
+    def cut_commitlog(self, offset: int) -> None:
+        """``truncate_commitlog`` now, on the loop's thread, for a tail nothing was
+        dispatched from (a DLedger log cutting entries that were never committed)."""
+        if offset < self._dispatcher.offset:
+            raise ValueError(f"cannot cut the commitlog at {offset}: dispatched up to "
+                             f"{self._dispatcher.offset}")
+        self._cut(offset)
+
     def read_commitlog(self, offset: int, max_bytes: int) -> bytes:
         """Raw commitlog bytes from ``offset``, never crossing a segment end."""
         return self._commitlog.read(offset, max_bytes)
@@ -643,21 +679,24 @@ class MessageStore:
                 await stack.enter_async_context(self._flusher.lock)
             if self._maintenance is not None:
                 await stack.enter_async_context(self._maintenance)
-            cl = self._commitlog
-            log.warning("truncating commitlog from %d to %s", cl.max_offset,
-                        "nothing" if offset is None else offset)
-            if offset is None:
-                cl.clear()
-            else:
-                cl.truncate(offset)
-            self._queues.truncate_dirty(cl.max_offset)
-            self._dispatcher.offset = min(self._dispatcher.offset, cl.max_offset)
-            cl.reset_queue_offsets(self._queues.max_offsets(), self._dispatcher.offset)
-            if self._confirm_offset is not None:
-                self._confirm_offset = min(self._confirm_offset, cl.max_offset)
-            self._write_checkpoint(self._dispatcher.offset,
-                                   self._dispatcher.last_store_timestamp,
-                                   cl.last_store_timestamp)
+            self._cut(offset)
+
+    def _cut(self, offset: int | None) -> None:
+        cl = self._commitlog
+        log.warning("truncating commitlog from %d to %s", cl.max_offset,
+                    "nothing" if offset is None else offset)
+        if offset is None:
+            cl.clear()
+        else:
+            cl.truncate(offset)
+        self._queues.truncate_dirty(cl.max_offset)
+        self._dispatcher.offset = min(self._dispatcher.offset, cl.max_offset)
+        cl.reset_queue_offsets(self._queues.max_offsets(), self._dispatcher.offset)
+        if self._confirm_offset is not None:
+            self._confirm_offset = min(self._confirm_offset, cl.max_offset)
+        self._write_checkpoint(self._dispatcher.offset,
+                               self._dispatcher.last_store_timestamp,
+                               cl.last_store_timestamp)
 
     # maintenance
     def _write_checkpoint(self, logics_offset: int, logics_ts: int, physic_ts: int) -> None:

@@ -24,7 +24,10 @@ log = logging.getLogger(__name__)
 
 def recover(commitlog: CommitLog, queues: ConsumeQueueStore, dispatcher: Dispatcher,
             checkpoint: Checkpoint | None, verify_crc: bool,
-            archive: DamageArchive | None = None) -> RecoveryReport:
+            archive: DamageArchive | None = None,
+            dispatch_limit: int | None = None) -> RecoveryReport:
+    """``dispatch_limit``: the consume queues get nothing past it (a DLedger commitlog,
+    whose tail may hold entries not yet committed)."""
     commitlog.load()
     complete = queues.load()
     queues.recover()
@@ -41,7 +44,8 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueStore, dispatcher: Dispatc
         dispatch_from = max(commitlog.min_offset,
                             min(checkpoint.logics_offset, commitlog.max_offset))
     dispatcher.offset = dispatch_from
-    dispatcher.dispatch(commitlog.max_offset)
+    dispatcher.dispatch(commitlog.max_offset if dispatch_limit is None
+                        else min(dispatch_limit, commitlog.max_offset))
     queues.correct_min_offsets(commitlog.min_offset)
     if not complete:
         queues.sync_registry()
