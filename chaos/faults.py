@@ -54,6 +54,8 @@ class Fault:
     name: str
     inject: Inject
     modes: tuple[str, ...] = ("controller", "dledger")
+    power: bool = False
+    """Cuts the power: needs the stores on lazyfs mounts."""
 
 
 def hold_s(rng: random.Random) -> float:
@@ -227,7 +229,7 @@ FAULTS = (
     Fault("part-clients-master", partition_clients_master),
     Fault("slow-disk", slow_disk),
     Fault("clock-jump", clock_jump),
-    Fault("power-loss", power_loss),
+    Fault("power-loss", power_loss, power=True),
 )
 
 
@@ -256,11 +258,11 @@ OVERLAPS = (
     # Power lost while the master is cut from its replicas: whatever it acknowledged
     # alone (once they fell out of its SyncStateSet) must be on its disk.
     Fault("power-loss-during-part-master-slaves",
-          overlap(partition_master_slaves, power_loss, 1.5)),
+          overlap(partition_master_slaves, power_loss, 1.5), power=True),
 )
 
 
-POWER_FAULTS = frozenset(f.name for f in (*FAULTS, *OVERLAPS) if "power-loss" in f.name)
+POWER_FAULTS = frozenset(f.name for f in (*FAULTS, *OVERLAPS) if f.power)
 """The faults that need the stores on lazyfs mounts."""
 
 

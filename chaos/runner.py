@@ -15,7 +15,7 @@ from chaos.check import Verdict, check
 from chaos.cluster import CONSUMER_GROUP, TOPIC, ChaosCluster
 from chaos.controller_mode import AsyncFlushControllerCluster, ControllerCluster
 from chaos.dledger_mode import DLedgerCluster
-from chaos.faults import POWER_FAULTS, Fault, faults_for, outcome
+from chaos.faults import Fault, faults_for, outcome
 from chaos.lazymount import fuse_unavailable
 from chaos.netns import Network
 from chaos.process import HostProcess
@@ -108,13 +108,13 @@ async def run_scenario(mode: str, duration: float, seed: int, workdir: Path,
     kind = CLUSTERS[mode]
     faults = faults if faults is not None else faults_for(kind.mode, fault_names, overlaps)
     no_fuse = fuse_unavailable()
-    if no_fuse is not None and any(f.name in POWER_FAULTS for f in faults):
+    if no_fuse is not None and any(f.power for f in faults):
         say(f"{mode}: no power-loss faults: {no_fuse}")
-        faults = [f for f in faults if f.name not in POWER_FAULTS]
+        faults = [f for f in faults if not f.power]
     workdir.mkdir(parents=True, exist_ok=True)
     histories = [workdir / "producer.jsonl", workdir / "consumer.jsonl"]
     net = Network()
-    cluster = kind(net, workdir, lazy=any(f.name in POWER_FAULTS for f in faults))
+    cluster = kind(net, workdir, lazy=any(f.power for f in faults))
     workers: list[HostProcess] = []
     step = "creating the namespaces"
     try:

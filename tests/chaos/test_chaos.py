@@ -52,7 +52,7 @@ async def test_an_async_flush_group_losing_power_everywhere_measures_what_it_los
         tmp_path: Path) -> None:
     """ASYNC_FLUSH promises nothing across a power loss of every replica: the run
     passes with what was lost measured (each loss with its window), nothing else."""
-    faults = [Fault("power-loss-all", power_loss_all)]
+    faults = [Fault("power-loss-all", power_loss_all, power=True)]
     result = await run_scenario("controller-async", 0, SEED, tmp_path, faults=faults)
     assert result.error is None, result.error
     v = result.verdict
