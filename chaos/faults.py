@@ -262,16 +262,25 @@ OVERLAPS = (
 )
 
 
-POWER_FAULTS = frozenset(f.name for f in (*FAULTS, *OVERLAPS) if f.power)
+BY_NAME_ONLY = (
+    # Every replica at once, each time (power-loss picks a majority or all): for
+    # measuring what ASYNC_FLUSH loses, `--scenarios controller-async --faults
+    # power-loss-all`.
+    Fault("power-loss-all", power_loss_all, power=True),
+)
+
+POWER_FAULTS = frozenset(f.name for f in (*FAULTS, *OVERLAPS, *BY_NAME_ONLY) if f.power)
 """The faults that need the stores on lazyfs mounts."""
 
 
 def faults_for(mode: str, names: list[str] | None = None, overlaps: bool = False
                ) -> list[Fault]:
     """The mode's fault kinds; with ``overlaps``, the overlapping pairs too; ``names``
-    picks among all of them (an overlapping pair named is chosen as well)."""
-    known = (*FAULTS, *OVERLAPS)
-    chosen = [f for f in (known if overlaps or names else FAULTS) if mode in f.modes]
+    picks among all of them (an overlapping pair, or one of ``BY_NAME_ONLY``, named is
+    chosen as well)."""
+    known = (*FAULTS, *OVERLAPS, *BY_NAME_ONLY)
+    pool = known if names else (*FAULTS, *OVERLAPS) if overlaps else FAULTS
+    chosen = [f for f in pool if mode in f.modes]
     if names:
         unknown = set(names) - {f.name for f in known}
         if unknown:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.faults import OVERLAPS, POWER_FAULTS, Fault, faults_for, power_loss_all
+from chaos.faults import OVERLAPS, POWER_FAULTS, faults_for
 from chaos.lazymount import fuse_unavailable
 from chaos.runner import run_scenario
 
@@ -52,8 +52,7 @@ async def test_an_async_flush_group_losing_power_everywhere_measures_what_it_los
         tmp_path: Path) -> None:
     """ASYNC_FLUSH promises nothing across a power loss of every replica: the run
     passes with what was lost measured (each loss with its window), nothing else."""
-    faults = [Fault("power-loss-all", power_loss_all, power=True)]
-    result = await run_scenario("controller-async", 0, SEED, tmp_path, faults=faults)
+    result = await run_scenario("controller-async", 0, SEED, tmp_path, ["power-loss-all"])
     assert result.error is None, result.error
     v = result.verdict
     assert v is not None and v.loss_allowed

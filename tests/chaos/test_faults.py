@@ -198,7 +198,11 @@ async def test_a_power_loss_hits_the_master_and_a_majority_or_all_killed_before_
     assert out.took_effect and len(g.power_losses) == 1
     assert out.what.startswith(f"power loss on {', '.join(hit)} (master b2): "
                                f"{4 * len(hit)} KiB unsynced dropped")
-    assert {"power-loss", "power-loss-during-part-master-slaves"} == POWER_FAULTS
+    assert {"power-loss", "power-loss-during-part-master-slaves",
+            "power-loss-all"} == POWER_FAULTS
+    assert "power-loss-all" not in {f.name for f in faults_for("controller", overlaps=True)}
+    assert [f.name for f in faults_for("controller", ["power-loss-all"])] == [
+        "power-loss-all"]
 
 
 def test_each_lost_message_is_measured_from_its_ack_to_the_next_power_loss() -> None:
