@@ -41,8 +41,9 @@ from typing import Any
 from bench import Row, cpu_seconds
 from mqcluster.client import AdminClient, Message, Producer
 from mqcluster.client.broker_api import BrokerApi
+from mqcluster.protocol.properties import PROPERTY_UNIQ_KEY
 from mqcluster.store.codec import prepare
-from mqcluster.store.message import PROPERTY_UNIQ_KEY, MessageRecord
+from mqcluster.store.message import MessageRecord
 
 NAME = "broker"
 MSG_SIZE = 1024

@@ -23,8 +23,9 @@ from chaos.lazymount import LazyMount
 from chaos.netns import Host, Network
 from chaos.process import HostProcess
 from mqcluster.common.wallclock import ENV as CLOCK_ENV
+from mqcluster.protocol.properties import PROPERTY_MSG_GROUP
 from mqcluster.store.fsync_seam import ENV as FSYNC_ENV
-from mqcluster.store.message import PROPERTY_MSG_GROUP, StoredMessage
+from mqcluster.store.message import StoredMessage
 from mqcluster.store.offline import iter_messages
 from mqcluster.wire.rpc import RpcClient
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from mqcluster.broker.remoting_codec import encode_properties
 from mqcluster.client import (
     AdminClient,
     BrokerError,
@@ -15,6 +14,7 @@ from mqcluster.client import (
 )
 from mqcluster.client.route import NoRouteError, route_from_namesrv
 from mqcluster.protocol.broker import BrokerResponseCode
+from mqcluster.protocol.messages import encode_properties
 from mqcluster.protocol.namesrv import BrokerData, QueueData, TopicRouteData
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient

@@ -25,8 +25,8 @@ from rocketmq import FilterExpression, Producer, SimpleConsumer
 from mqcluster.client import AdminClient
 from mqcluster.client import Message as NativeMessage
 from mqcluster.client import Producer as NativeProducer
+from mqcluster.protocol.properties import PROPERTY_UNIQ_KEY
 from mqcluster.store.epoch_file import EpochFileCache
-from mqcluster.store.message import PROPERTY_UNIQ_KEY
 from mqcluster_testing.ha.brokers import running
 from mqcluster_testing.ha.cluster import ProcessGroup
 from tests.broker.grpc.client_util import client_config, new_message

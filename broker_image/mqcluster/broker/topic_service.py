@@ -9,8 +9,8 @@ from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.messaging.access import TopicAccess
 from mqcluster.broker.messaging.naming import AUTO_CREATE_TOPIC_KEY
 from mqcluster.protocol.broker import BrokerResponseCode
+from mqcluster.protocol.names import group_name_problem, topic_name_problem
 from mqcluster.store.topic_config import TopicConfig
-from mqcluster.store.validation import group_name_problem, topic_name_problem
 
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY})
 

@@ -10,13 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from mqcluster.broker.remoting_codec import (
-    CodecError,
-    WireMessage,
-    decode_pulled,
-    encode_batch,
-    encode_properties,
-)
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import PullResult, PullStatus
 from mqcluster.client.send_header import send_header_v1, send_response, send_v2_frame
@@ -33,6 +26,13 @@ from mqcluster.protocol.broker import (
     SendMessageResponseHeader,
     SubscriptionGroupConfig,
     UpdateConsumerOffsetRequestHeader,
+)
+from mqcluster.protocol.messages import (
+    CodecError,
+    WireMessage,
+    decode_pulled,
+    encode_batch,
+    encode_properties,
 )
 from mqcluster.protocol.namesrv import TopicConfig, TopicConfigSerializeWrapper
 from mqcluster.wire.frame import FrameError, RemotingCommand

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from mqcluster.broker.remoting_codec import PulledMessage
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.message import MessageQueue, PullResult
 from mqcluster.client.route import RouteResolver
 from mqcluster.protocol.broker import PullMessageRequestHeader
+from mqcluster.protocol.messages import PulledMessage
 
 
 class PullConsumer:

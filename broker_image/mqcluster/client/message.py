@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from mqcluster.broker.remoting_codec import PulledMessage, WireMessage
+from mqcluster.protocol.messages import PulledMessage, WireMessage
 
 
 @dataclass

@@ -7,12 +7,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 
-from mqcluster.broker.remoting_codec import (
-    CodecError,
-    encode_batch_entry,
-    encode_properties,
-    properties_bytes,
-)
 from mqcluster.client.accumulator import SendAccumulator
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import BrokerError, ClientError
@@ -20,7 +14,13 @@ from mqcluster.client.message import Message, MessageQueue, SendResult
 from mqcluster.client.route import NoRouteError, RouteResolver, TopicRoute
 from mqcluster.client.uniq_key import UniqKeyGenerator
 from mqcluster.protocol.broker import BrokerResponseCode, SendMessageResponseHeader
-from mqcluster.store.message import (
+from mqcluster.protocol.messages import (
+    CodecError,
+    encode_batch_entry,
+    encode_properties,
+    properties_bytes,
+)
+from mqcluster.protocol.properties import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
     PROPERTY_TAGS,

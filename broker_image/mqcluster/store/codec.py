@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from mqcluster.common.crc import crc32
-from mqcluster.store.filter import tags_code
-from mqcluster.store.message import (
+from mqcluster.protocol.properties import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
-    MessageRecord,
-    StoredMessage,
 )
+from mqcluster.store.filter import tags_code
+from mqcluster.store.message import MessageRecord, StoredMessage
 
 MESSAGE_MAGIC = 0xDAA320A7 - (1 << 32)
 BLANK_MAGIC = 0xCBD43194 - (1 << 32)
@@ -34,7 +33,6 @@ I32 = struct.Struct(">i")
 I16 = struct.Struct(">h")
 FIXED_SIZE = HEADER.size
 END_FILE_MIN_BLANK_LENGTH = PREFIX.size
-MAX_TOPIC_LENGTH = 127
 CRC_FROM = 12
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"

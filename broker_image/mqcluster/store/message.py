@@ -5,17 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-# System property names, as RocketMQ's MessageConst spells them.
-PROPERTY_TAGS = "TAGS"
-PROPERTY_KEYS = "KEYS"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-PROPERTY_DELAY = "DELAY"
-PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
-PROPERTY_MSG_GROUP = "__SHARDINGKEY"
-PROPERTY_REAL_TOPIC = "REAL_TOPIC"
-PROPERTY_REAL_QUEUE_ID = "REAL_QID"
-KEY_SEPARATOR = " "
+from mqcluster.protocol.properties import PROPERTY_UNIQ_KEY
 
 
 @dataclass

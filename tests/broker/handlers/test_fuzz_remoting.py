@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqcluster.broker.remoting_codec import (
+from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
+from mqcluster.protocol.messages import (
     CodecError,
     WireMessage,
     decode_batch,
@@ -23,7 +24,6 @@ from mqcluster.broker.remoting_codec import (
     encode_properties,
     stored_properties,
 )
-from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
 from mqcluster.store.topic_config import TopicConfig
 from tests.broker.handlers.harness import Broker, remoting_broker
 

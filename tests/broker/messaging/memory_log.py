@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from mqcluster.protocol.properties import PROPERTY_UNIQ_KEY
 from mqcluster.store.consumer_offset import ConsumerOffsetManager
 from mqcluster.store.filter import MessageFilter, TagFilter
 from mqcluster.store.message import (
-    PROPERTY_UNIQ_KEY,
     GetResult,
     GetStatus,
     MessageRecord,

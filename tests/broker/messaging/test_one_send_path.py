@@ -21,9 +21,9 @@ from mqcluster.broker.messaging.send import (
     SendRequest,
     SendService,
 )
-from mqcluster.broker.remoting_codec import WireMessage
 from mqcluster.broker.remoting_status import REFUSAL_CODES as REMOTING_CODES
 from mqcluster.protocol.broker import BrokerResponseCode
+from mqcluster.protocol.messages import WireMessage
 from mqcluster.store.topic_config import PERM_READ, TopicConfig
 from tests.broker.messaging.memory_log import MemoryLog
 

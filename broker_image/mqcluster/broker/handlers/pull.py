@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from mqcluster.broker.pull_service import PullService
-from mqcluster.broker.remoting_codec import encode_pulled
 from mqcluster.protocol.broker import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     RequestCode,
 )
+from mqcluster.protocol.messages import encode_pulled
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 

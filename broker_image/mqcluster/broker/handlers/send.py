@@ -3,15 +3,6 @@
 from __future__ import annotations
 
 from mqcluster.broker.messaging.send import SendOutcome, SendRequest, SendService
-from mqcluster.broker.remoting_codec import (
-    CodecError,
-    RawMessages,
-    WireMessage,
-    decode_batch,
-    decode_batch_raw,
-    decode_properties,
-    decode_single_raw,
-)
 from mqcluster.broker.remoting_status import PUT_STATUS_CODES, REFUSAL_CODES
 from mqcluster.protocol.broker import (
     BrokerResponseCode,
@@ -19,6 +10,15 @@ from mqcluster.protocol.broker import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     v2_field_names,
+)
+from mqcluster.protocol.messages import (
+    CodecError,
+    RawMessages,
+    WireMessage,
+    decode_batch,
+    decode_batch_raw,
+    decode_properties,
+    decode_single_raw,
 )
 from mqcluster.store.codec import consumes_queue_offset
 from mqcluster.store.message import PutStatus

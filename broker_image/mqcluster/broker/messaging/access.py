@@ -15,9 +15,9 @@ from enum import Enum
 from typing import Protocol
 
 from mqcluster.broker.messaging.refusal import Reason, Refusal
+from mqcluster.protocol.names import group_name_problem
 from mqcluster.store.subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig, TopicConfigManager
-from mqcluster.store.validation import group_name_problem
 
 
 class Action(Enum):

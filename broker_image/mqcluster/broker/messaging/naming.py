@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mqcluster.broker.messaging.errors import Code, MessagingError
-from mqcluster.store.validation import group_name_problem, topic_name_problem
+from mqcluster.protocol.names import group_name_problem, topic_name_problem
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mqcluster.store.message import (
+from mqcluster.protocol.properties import (
     KEY_SEPARATOR,
     PROPERTY_DELAY,
     PROPERTY_KEYS,

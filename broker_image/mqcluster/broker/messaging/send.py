@@ -37,7 +37,7 @@ from mqcluster.broker.messaging.send_checks import (
 )
 from mqcluster.broker.messaging.store_port import BatchLog, MessageLog
 from mqcluster.broker.messaging.transaction import TransactionService
-from mqcluster.broker.remoting_codec import RawMessages, WireMessage
+from mqcluster.protocol.messages import RawMessages, WireMessage
 from mqcluster.store.batch import RawBatch
 from mqcluster.store.codec import offset_msg_id
 from mqcluster.store.filter import tags_code

@@ -13,14 +13,14 @@ from mqcluster.broker.messaging import properties as p
 from mqcluster.broker.messaging.kinds import MessageKind, accepted_kinds
 from mqcluster.broker.messaging.naming import is_not_for_producers
 from mqcluster.broker.messaging.refusal import Reason, Refusal
-from mqcluster.store.topic_config import TopicConfig
-from mqcluster.store.validation import (
+from mqcluster.protocol.names import (
     key_problem,
     message_group_problem,
     property_problem,
     tag_problem,
     topic_name_problem,
 )
+from mqcluster.store.topic_config import TopicConfig
 
 # RocketMQ's MessageSysFlag bits a producer may set on a send: COMPRESSED_FLAG,
 # MULTI_TAGS_FLAG and the compression type (bits 8-10). The transaction types (bits

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqcluster.store.validation import (
+from mqcluster.protocol.names import (
     group_name_problem,
     key_problem,
     message_group_problem,

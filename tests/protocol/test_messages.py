@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from mqcluster.broker.remoting_codec import (
+from mqcluster.protocol.messages import (
     CodecError,
     WireMessage,
     decode_batch,

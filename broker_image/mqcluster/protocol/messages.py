@@ -1,7 +1,7 @@
 """Message encodings of the broker's internal protocol (pure, tested on bytes).
 
 Request and response *headers* travel in the frame's ``extFields`` (see
-``broker.protocol``). Message *bodies* travel in the frame body:
+``protocol.broker``). Message *bodies* travel in the frame body:
 
 SEND_MESSAGE (10) / SEND_MESSAGE_V2 (310) carry the message body as it is,
 SEND_BATCH_MESSAGE (320) RocketMQ's batch entries, and PULL_MESSAGE (11) answers a
@@ -13,15 +13,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mqcluster.common.crc import crc32
-from mqcluster.store.message import (
-    KEY_SEPARATOR,
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    StoredMessage,
-)
-from mqcluster.store.validation import properties_text_problem, tag_problem
+from mqcluster.protocol.names import properties_text_problem, tag_problem
+from mqcluster.protocol.properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
@@ -54,7 +50,7 @@ def encode_properties(props: dict[str, str]) -> str:
 
 
 def _check_text(text: str) -> None:
-    """The shared rules (``store.validation``): no control character but the separators."""
+    """The shared rules (``protocol.names``): no control character but the separators."""
     problem = properties_text_problem(text)
     if problem is not None:
         raise CodecError(problem)
@@ -283,7 +279,32 @@ def _short_str(text: str, width: struct.Struct) -> bytes:
     return width.pack(len(raw)) + raw
 
 
-def stored_properties(msg: StoredMessage) -> dict[str, str]:
+class StoredFields(Protocol):
+    """What a PULL_MESSAGE answer carries of a stored message (the store's
+    ``StoredMessage`` has these fields)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commitlog_offset: int
+    body: bytes
+    tags: str | None
+    keys: list[str]
+    properties: dict[str, str]
+    msg_id: str
+    offset_msg_id: str
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    flag: int
+    sys_flag: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body_crc: int
+
+
+def stored_properties(msg: StoredFields) -> dict[str, str]:
     props = dict(msg.properties)
     if msg.tags:
         props[PROPERTY_TAGS] = msg.tags
@@ -292,7 +313,7 @@ def stored_properties(msg: StoredMessage) -> dict[str, str]:
     return props
 
 
-def encode_pulled(messages: list[StoredMessage]) -> bytes:
+def encode_pulled(messages: Sequence[StoredFields]) -> bytes:
     out = bytearray()
     for m in messages:
         crc = m.body_crc or crc32(m.body) & 0xFFFFFFFF
