@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,6 +143,8 @@ class LocalCluster:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.procs: list[subprocess.Popen[bytes] | None] = [None, None, None]
+        self.preexec: Callable[[int], Callable[[], None]] | None = None
+        """Run in node ``i``'s child before exec (the bench puts it in a cgroup)."""
 
     def command(self, i: int) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError
@@ -151,7 +153,8 @@ class LocalCluster:
         cmd, env = self.command(i)
         log = open(self.root / f"node{i + 1}.out", "ab")  # noqa: SIM115 - child owns it
         self.procs[i] = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=self.preexec(i) if self.preexec else None)
         log.close()
 
     def kill(self, i: int) -> None:
@@ -221,6 +224,10 @@ class RabbitCluster(LocalCluster):
 
     async def start(self) -> None:
         self.prepare()
+        # epmd of our own first: a node would start it in its own process tree, and a
+        # fault on that node (a stop, a cut) would take the other nodes' name service.
+        subprocess.run(["epmd", "-daemon"], check=False, capture_output=True,
+                       env={**os.environ, "ERL_EPMD_PORT": str(self.epmd_port)})
         for i in range(3):
             self.start_node(i)
         await asyncio.gather(*(self.wait_node(i) for i in range(3)))

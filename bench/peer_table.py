@@ -41,6 +41,28 @@ class Ledger:
 
 
 @dataclass
+class FaultGaps:
+    """The gap around each fault of one kind, and how many were ridden out only once the
+    fault was undone (woken, healed)."""
+
+    gaps: list[float] = field(default_factory=list)
+    after_heal: int = 0
+    dropped: int | None = None
+    """Partitions: packets the cut dropped, all faults together (proof it took effect)."""
+
+    def median(self) -> float | None:
+        return sorted(self.gaps)[len(self.gaps) // 2] if self.gaps else None
+
+    def note(self) -> str:
+        if not self.gaps:
+            return ""
+        held = (f"; {self.after_heal} of {len(self.gaps)} resumed only once undone"
+                if self.after_heal else "; every one resumed while the fault held")
+        dropped = "" if self.dropped is None else f"; {self.dropped} packets dropped"
+        return f"max {max(self.gaps):.2f} s over {len(self.gaps)}{held}{dropped}"
+
+
+@dataclass
 class Measured:
     """What one system did in the peers bench; ``error`` when it could not run."""
 
@@ -52,12 +74,20 @@ class Measured:
     cpu_us_auto_batch: dict[str, float] = field(default_factory=dict)
     drain: float | None = None  # msgs/s
     failover: list[float] = field(default_factory=list)  # gap per kill, s
+    hang: FaultGaps | None = None  # leader SIGSTOPped
+    partition: FaultGaps | None = None  # leader cut off the network
     acked: int = 0  # acknowledged, every phase
     read: int = 0  # messages read back (copies included)
     lost: int | None = None  # acknowledged ids never read back
     duplicated: int | None = None  # ids read back more than once
     cpu_us: dict[str, float] = field(default_factory=dict)  # per process, pipelined phase
     error: str = ""
+
+    def set_faults(self, by_kind: dict[str, FaultGaps]) -> None:
+        if "kill" in by_kind:
+            self.failover = by_kind["kill"].gaps
+        self.hang = by_kind.get("hang")
+        self.partition = by_kind.get("partition")
 
 
 # What each system has done with a message when its publisher gets the acknowledgement,
@@ -83,11 +113,19 @@ METRICS: list[Metric] = [
      lambda m: sorted(m.failover)[len(m.failover) // 2] if m.failover else None),
     ("failover gap after leader SIGKILL (max)", "s",
      lambda m: max(m.failover) if m.failover else None),
+    ("failover gap after leader SIGSTOP (median)", "s",
+     lambda m: m.hang.median() if m.hang else None),
+    ("failover gap after a network partition of the leader (median)", "s",
+     lambda m: m.partition.median() if m.partition else None),
     ("acknowledged but lost (every phase, by message id)", "msgs",
      lambda m: None if m.lost is None else float(m.lost)),
     ("read back more than once (duplicated)", "msgs",
      lambda m: None if m.duplicated is None else float(m.duplicated)),
 ]
+FAULT_OF: dict[str, Callable[[Measured], FaultGaps | None]] = {
+    "failover gap after leader SIGSTOP (median)": lambda m: m.hang,
+    "failover gap after a network partition of the leader (median)": lambda m: m.partition,
+}
 COUNTS = ("acknowledged but lost", "read back more than once")
 """Counts, not rates: no ratio to the peers."""
 
@@ -130,6 +168,11 @@ def peer_rows(results: list[Measured]) -> list[Row]:
                 note = f"{m.acked} acknowledged, {m.read} read back"
             else:
                 note = "" if m.system in OURS else ratio_note(metric, m, ours)
+            fault = FAULT_OF.get(label)
+            if fault is not None:
+                gaps = fault(m)
+                note = "; ".join(filter(None, [gaps.note() if gaps else "not measured",
+                                               note]))
             rows.append(Row(NAME, f"{m.system}: {label}", metric(m), unit, note=note))
         if label == "pipelined publish":
             rows += auto_batch_rows(ok, ours)
