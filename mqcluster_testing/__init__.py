@@ -6,9 +6,10 @@ benchmark needs around the code under test:
 
 - ``procs``: free loopback addresses and child processes that never leak (pytest fixture
   ``procs``);
-- ``broker.procs``, ``ha``, ``controller.localcluster``, ``raft.localgroup``: clusters of
-  real ``mqnamesrv`` / ``mqbroker`` / ``mqcontroller`` / ``mqraft`` processes, and
-  in-process HA groups;
+- ``broker.procs``, ``ha``, ``proxy.cluster``, ``controller.localcluster``,
+  ``raft.localgroup``: clusters of real ``mqnamesrv`` / ``mqbroker`` / ``mqproxy`` /
+  ``mqcontroller`` / ``mqraft`` processes, and in-process HA groups; ``raft.client``
+  talks to ``mqraft``;
 - ``controller.standin``, ``namesrv.standin``: brokers reduced to their protocol, for the
   controller and the name server;
 - ``operator``: the Kubernetes emulator (kmock), its kubelet, the real control plane's node

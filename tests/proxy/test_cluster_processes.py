@@ -29,10 +29,9 @@ from rocketmq import (
 
 from mqcluster.proxy.tokens import receipt_group
 from mqcluster_testing.procs import free_addr
+from mqcluster_testing.proxy.cluster import GroupsCluster
 from tests.broker.grpc.client_util import client_config, new_message
 from tests.ha.test_processes import History, produce, wait_acks
-
-from .cluster import GroupsCluster
 
 pytestmark = pytest.mark.slow
 

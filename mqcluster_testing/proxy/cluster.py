@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from mqcluster.controller.client import ControllerClient, ReplicaInfo
+from mqcluster.client.controller import ControllerClient, ReplicaInfo
 from mqcluster_testing.broker.procs import (
     BrokerProc,
     NamesrvProc,

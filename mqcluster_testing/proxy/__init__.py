@@ -1,0 +1,1 @@
+"""Clusters of several broker groups as processes, served by cluster-wide proxies."""
