@@ -9,7 +9,7 @@ appends the entry, and its Raft log keeps only a reference to them
 store's confirm offset to its end. The Raft leader is the master: it registers as
 brokerId 0, the others as ``1 + their position in dLegerPeers``, and every leadership
 change re-registers at once. ``preferredLeaderIds`` makes leadership return to the
-preferred replica once it has caught up (seed 002).
+preferred replica once it has caught up (DLedger's leadership transfer).
 
 Each stored message carries ``DLEDGER_INDEX=<entry index>.<position>``. The Raft log is
 kept whole (no snapshots): the store is the state it builds.

@@ -1,17 +1,8 @@
 """Durable Raft log: append-only segment files, hard state and snapshot files.
 
-Directory layout under ``root``::
-
-    hardstate                 term and vote (atomically replaced)
-    snapshot                  latest snapshot (atomically replaced)
-    log/<first-index>.seg     log segments, 20-digit zero-padded first index
-
-Record layout in a segment (big-endian)::
-
-    length(4) crc32(4) index(8) term(8) type(1) data
-
-``length`` counts index..data; the CRC covers the same bytes. A batch of
-records is written with one ``write`` and made durable with one ``fsync``.
+The directory under ``root`` and the record layout: docs/formats.md, "Raft log on
+disk". A batch of records is written with one ``write`` and made durable with one
+``fsync``.
 
 Recovery: an incomplete record (or a zero-filled or CRC-failing final record)
 at the very end of the last segment is a torn write from a crash and is cut
@@ -22,9 +13,9 @@ Page cache: the log is a journal, read back only at a restart or for a follower
 further behind than the runner's in-memory entries, so each fsync'd range of the
 tail is dropped from the page cache (as a BookKeeper journal does). Left there,
 the cache would grow by every byte written: pages the kernel must find (on a VM whose
-host takes back the guest's free memory, pages the host must fault in again, several
-times the cost of refilling the ones just dropped; ``python -m bench store`` prints
-both), and memory charged to the pod's cgroup.
+host takes back the guest's free memory, pages the host must fault in again, dearer
+than refilling the ones just dropped; ``python -m bench store`` prints both), and
+memory charged to the pod's cgroup.
 """
 
 from __future__ import annotations
