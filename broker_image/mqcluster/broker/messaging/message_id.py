@@ -1,4 +1,4 @@
-"""Message ids in the v1 layout the RocketMQ 5 clients use (34 hex characters)."""
+"""Message ids in the v1 layout the RocketMQ 5 clients use (docs/formats.md, "Message id")."""
 
 from __future__ import annotations
 
