@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from mqcluster.ha.dledger_entry import EntryFormatError, decode_batch
 from mqcluster.raft.diskformat import RECORD
 from mqcluster.raft.types import EntryType
 from mqcluster.store.checkpoint import load_checkpoint
+from mqcluster.store.codec import MESSAGE_MAGIC, PREFIX
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.offline import iter_consume_queue
 from mqcluster_audit.segments import read_segment, segment_files
@@ -99,10 +101,13 @@ def offset_rows(replica: str, store: Path) -> list[dict[str, Any]]:
 
 
 def dledger_rows(replica: str, store: Path) -> Iterator[dict[str, Any]]:
-    """The DLedger-mode Raft log (``<store>/dledger/log/*.seg``, layout in
-    ``mqcluster.raft.diskformat``): one row per entry with its term, index and how many
-    messages it carries; a damaged record ends the segment as one flagged row."""
-    log_dir = store / "dledger" / "log"
+    """The DLedger-mode Raft log (``<store>/dledger/index/*.seg``, or ``log/*.seg`` of an
+    older release; layouts in docs/formats.md): one row per entry with its term, index
+    and how many messages it carries (counted in the commitlog bytes it refers to, or in
+    the entry itself for an older release's); a damaged record ends the segment as one
+    flagged row."""
+    index_dir, old_dir = store / "dledger" / "index", store / "dledger" / "log"
+    log_dir = index_dir if index_dir.is_dir() else old_dir
     if not log_dir.is_dir():
         return
     for path in sorted(log_dir.glob("*.seg")):
@@ -122,10 +127,36 @@ def dledger_rows(replica: str, store: Path) -> Iterator[dict[str, Any]]:
                 row["reason"] = f"record at byte {pos} of {path.name} is {bad}"
                 yield row
                 break
-            if typ == EntryType.NORMAL:
+            body = data[pos + RECORD.size:end]
+            if log_dir == index_dir and body[:1] == b"R":
+                start, size = struct.unpack_from(">qI", body, 1)
+                row["data_length"] = size
+                row["messages"] = _records_in(store, start, start + size)
+            elif typ == EntryType.NORMAL and log_dir == old_dir:
                 try:
-                    row["messages"] = len(decode_batch(data[pos + RECORD.size:end]).records)
+                    row["messages"] = len(decode_batch(body).records)
                 except EntryFormatError as exc:
                     row["status"], row["reason"] = "corrupt", str(exc)
             yield row
             pos = end
+
+
+def _records_in(store: Path, start: int, end: int) -> int:
+    """Message records in the commitlog's ``[start, end)`` (blank records skipped)."""
+    count = 0
+    for path in segment_files(commitlog_dir(store)):
+        first = int(path.name)
+        lo, hi = max(start, first), min(end, first + path.stat().st_size)
+        if lo >= hi:
+            continue
+        with open(path, "rb") as f:
+            f.seek(lo - first)
+            chunk = f.read(hi - lo)
+        at = 0
+        while at + PREFIX.size <= len(chunk):
+            size, magic = PREFIX.unpack_from(chunk, at)
+            if size <= 0:
+                break
+            count += magic == MESSAGE_MAGIC
+            at += size
+    return count
