@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mqcluster.controller.client import ReplicaInfo
+from mqcluster.client.controller import ReplicaInfo
 
 PLAIN, REPLICATED = "unreplicated", "replicated"
 

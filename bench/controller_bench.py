@@ -27,7 +27,7 @@ from typing import Any
 
 from bench import Row
 from mqcluster.broker.config import BrokerConfig
-from mqcluster.controller.client import ControllerClient
+from mqcluster.client.controller import ControllerClient
 from mqcluster.controller.config import ControllerConfig
 from mqcluster.protocol.controller import BrokerHeartbeatRequestHeader
 from mqcluster_testing import child_env

@@ -44,7 +44,7 @@ from bench import Row, cpu_seconds
 from bench.alternating import PLAIN, Rounds, order, sync_state_set_problem
 from bench.broker_bench import BrokerProcess
 from mqcluster.client import AdminClient, Message, Producer
-from mqcluster.controller.client import ReplicaInfo
+from mqcluster.client.controller import ReplicaInfo
 from mqcluster_testing.broker.procs import start_proxy
 from mqcluster_testing.ha.cluster import GROUP, ProcessGroup
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from chaos.cluster import ChaosCluster
 from chaos.netns import Network
 from chaos.process import HostProcess
-from mqcluster.controller.client import ControllerClient, ReplicaInfo
+from mqcluster.client.controller import ControllerClient, ReplicaInfo
 from mqcluster_audit import stores
 
 CONTROLLER_PORT = 9878

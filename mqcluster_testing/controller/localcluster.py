@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mqcluster.controller.client import ControllerClient, ControllerMetadata
+from mqcluster.client.controller import ControllerClient, ControllerMetadata
 from mqcluster.wire.rpc import RpcError
 
 

@@ -12,7 +12,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Literal
 
-from mqcluster.controller.client import ControllerClient, ReplicaInfo
+from mqcluster.client.controller import ControllerClient, ReplicaInfo
 from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
 from mqcluster_testing.controller.localcluster import LocalControllerCluster
 from mqcluster_testing.ha.brokers import BrokerProcesses

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient
+from mqcluster.client.namesrv import BrokerRegistrar, NamesrvClient
 from mqcluster.protocol.broker import RequestCode as BrokerRequestCode
 from mqcluster.protocol.broker import decode_update_topic
 from mqcluster.protocol.controller import EpochEntryCache, RequestCode

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from mqcluster.admin.main import build_parser
-from mqcluster.controller.client import ControllerClient, ControllerError
+from mqcluster.client.controller import ControllerClient, ControllerError
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster.controller.consensus import LocalConsensus
-from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.embedded import EmbeddedController, build_embedded_controller
 from mqcluster.namesrv.server import NamesrvServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mqcluster.namesrv.client import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster_testing.namesrv.standin import StandInBroker
 from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401
 from tests.namesrv.helpers import mqadmin, start_namesrv

@@ -12,7 +12,7 @@ from bench.alternating import (
     order,
     sync_state_set_problem,
 )
-from mqcluster.controller.client import ReplicaInfo
+from mqcluster.client.controller import ReplicaInfo
 
 
 def test_the_side_going_first_swaps_every_round() -> None:

@@ -13,8 +13,8 @@ import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from mqcluster.client import AdminClient, BrokerError, Message, Producer, PullConsumer, PullStatus
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster.client.send_header import send_header_v1
-from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.protocol.broker import BrokerResponseCode
 from mqcluster.wire.frame import FrameDecoder, RemotingCommand, encode_frame
 from mqcluster.wire.rpc import RpcClient

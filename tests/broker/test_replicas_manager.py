@@ -10,8 +10,8 @@ import pytest
 
 from mqcluster.broker import replicas_manager
 from mqcluster.broker.replicas_manager import ReplicasManager
+from mqcluster.client.controller import ReplicaInfo
 from mqcluster.controller.broker_identity import BrokerIdentityRecord, Registration
-from mqcluster.controller.client import ReplicaInfo
 from mqcluster.wire.rpc import RpcError
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.controller.client import ControllerClient, ControllerError
+from mqcluster.client.controller import ControllerClient, ControllerError
 from mqcluster.protocol.controller import ControllerResponseCode as Code
 from mqcluster.protocol.controller import ElectMasterRequestHeader, RequestCode, request
 from mqcluster.wire.rpc import RpcClient

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.controller.client import ControllerClient
+from mqcluster.client.controller import ControllerClient
 from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.types import HardState
 from mqcluster_testing.controller.localcluster import LocalControllerCluster

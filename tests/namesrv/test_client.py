@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from mqcluster.namesrv.client import (
+from mqcluster.client.namesrv import (
     BrokerRegistrar,
     NamesrvClient,
     NamesrvError,

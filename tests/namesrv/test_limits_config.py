@@ -6,7 +6,7 @@ import asyncio
 import struct
 from pathlib import Path
 
-from mqcluster.namesrv.client import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster_testing.procs import Procs, procs  # noqa: F401
 from tests.namesrv.helpers import start_namesrv
 

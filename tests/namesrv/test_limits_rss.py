@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from mqcluster.namesrv.client import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
 from mqcluster_testing.procs import Procs, procs  # noqa: F401

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.namesrv.client import NamesrvClient, TopicNotExistError
+from mqcluster.client.namesrv import NamesrvClient, TopicNotExistError
 from mqcluster.protocol.namesrv import BrokerRegistration
 from mqcluster_testing.namesrv.standin import StandInBroker
 from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqcluster.admin import format as fmt
-from mqcluster.controller.client import ControllerClient, ControllerError
-from mqcluster.namesrv.client import NamesrvClient, NamesrvError, parse_addrs
+from mqcluster.client.controller import ControllerClient, ControllerError
+from mqcluster.client.namesrv import NamesrvClient, NamesrvError, parse_addrs
 from mqcluster.protocol.broker import CreateTopicRequestHeader, encode_update_topic
 from mqcluster.protocol.controller import (
     EpochEntryCache,

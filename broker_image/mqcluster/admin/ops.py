@@ -22,7 +22,7 @@ from mqcluster.admin.commands import (
     broker_names_of,
     broker_targets,
 )
-from mqcluster.controller.client import ControllerError
+from mqcluster.client.controller import ControllerError
 from mqcluster.protocol.broker import RequestCode as BrokerCode
 from mqcluster.protocol.controller import ProtocolError
 from mqcluster.protocol.dledger import DLedgerRequestCode

@@ -62,7 +62,7 @@ async def election(client: Any, broker_name: str) -> Election:
 
 async def hand_over(me: BrokerIdentity, timeout: float, poll: float = 0.2) -> str:
     """Returns what happened, for the hook's log line."""
-    from mqcluster.controller.client import ControllerClient
+    from mqcluster.client.controller import ControllerClient
 
     wait = min(3.0, timeout)
     client = ControllerClient(list(me.controller_addrs), timeout=wait, retry_timeout=wait)

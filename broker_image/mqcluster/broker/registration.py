@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mqcluster.broker.context import BrokerContext
-from mqcluster.namesrv.client import BrokerRegistrar, NamesrvClient, RegisterOutcome
+from mqcluster.client.namesrv import BrokerRegistrar, NamesrvClient, RegisterOutcome
 from mqcluster.protocol.namesrv import (
     PERM_PRIORITY,
     BrokerRegistration,

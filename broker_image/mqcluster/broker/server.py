@@ -25,7 +25,7 @@ from mqcluster.broker.metrics import ReplicationView, ha_master_view
 from mqcluster.broker.registration import start_registrar
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.broker.store_factory import create_store
-from mqcluster.namesrv.client import BrokerRegistrar
+from mqcluster.client.namesrv import BrokerRegistrar
 from mqcluster.wire.limits import set_process_limits
 from mqcluster.wire.rpc import RpcServer
 

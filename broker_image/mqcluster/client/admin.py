@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import ClientError
-from mqcluster.namesrv.client import NamesrvClient, NamesrvError
+from mqcluster.client.namesrv import NamesrvClient, NamesrvError
 from mqcluster.protocol.broker import CreateTopicRequestHeader, SubscriptionGroupConfig
 from mqcluster.protocol.namesrv import DEFAULT_PERM, TopicConfig
 

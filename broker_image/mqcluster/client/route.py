@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.client.errors import ClientError
 from mqcluster.client.message import MessageQueue
-from mqcluster.namesrv.client import NamesrvClient, NamesrvError, TopicNotExistError
+from mqcluster.client.namesrv import NamesrvClient, NamesrvError, TopicNotExistError
 from mqcluster.protocol.namesrv import MASTER_ID, PERM_READ, PERM_WRITE, TopicRouteData
 
 ROUTE_TTL = 30.0

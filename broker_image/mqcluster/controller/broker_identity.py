@@ -21,8 +21,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from mqcluster.client.controller import ControllerClient, ControllerError, ReplicaInfo
 from mqcluster.common.files import atomic_write
-from mqcluster.controller.client import ControllerClient, ControllerError, ReplicaInfo
 from mqcluster.protocol.controller import FIRST_BROKER_CONTROLLER_ID
 from mqcluster.protocol.controller import ControllerResponseCode as Code
 

@@ -17,9 +17,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from mqcluster.client.controller import ControllerClient
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster.controller import watch as master_watch
-from mqcluster.controller.client import ControllerClient
-from mqcluster.namesrv.client import NamesrvClient
 from mqcluster.proxy.config import ProxyConfig
 from mqcluster.proxy.groups import GroupTable
 from mqcluster.wire.frame import RemotingCommand

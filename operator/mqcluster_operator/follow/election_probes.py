@@ -18,10 +18,10 @@ from .election_plan import MASTER_ROLES, ControllerMeta, ControllerProbe, ProbeE
 
 
 class RemotingControllerProbe:
-    """Asks the controllers over the remoting protocol (mqcluster.controller.client)."""
+    """Asks the controllers over the remoting protocol (mqcluster.client.controller)."""
 
     def __init__(self, addrs: Sequence[str], timeout: float = 2.0) -> None:
-        from mqcluster.controller.client import ControllerClient
+        from mqcluster.client.controller import ControllerClient
 
         self.addrs = tuple(addrs)
         self._client = ControllerClient(list(addrs), timeout=timeout, retry_timeout=timeout)

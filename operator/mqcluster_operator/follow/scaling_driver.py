@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mqcluster.admin import ops
-from mqcluster.namesrv.client import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient
 
 
 class ScalingDriver(Protocol):

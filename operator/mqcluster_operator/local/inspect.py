@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqcluster.client.controller import ControllerClient
 from mqcluster.client.dledger import DLedgerClient
-from mqcluster.controller.client import ControllerClient
 
 from .runner import Running
 

@@ -14,7 +14,7 @@ from mqcluster.broker.grpc.routes import LocalRouteProvider, Permission
 from mqcluster.broker.grpc.write_perm import NamesrvWritePerm
 from mqcluster.broker.messaging.catalog import Catalog
 from mqcluster.broker.messaging.config import MessagingConfig
-from mqcluster.namesrv.client import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster.namesrv.config import NamesrvConfig
 from mqcluster.namesrv.server import NamesrvServer
 from mqcluster.protocol.namesrv import (

@@ -32,7 +32,7 @@ from mqcluster.broker.messaging.config import MessagingConfig
 from mqcluster.broker.messaging.errors import Code, MessagingError
 from mqcluster.broker.messaging.refusal import Refusal
 from mqcluster.broker.messaging.service import MessagingService
-from mqcluster.namesrv.client import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE
 
 log = logging.getLogger(__name__)
