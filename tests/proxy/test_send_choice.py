@@ -3,6 +3,8 @@ message group always to the same group."""
 
 from __future__ import annotations
 
+import pytest
+from google.protobuf.message import DecodeError
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -45,3 +47,22 @@ def test_a_message_group_always_goes_to_one_group_whatever_its_health(
     for g in ("a", "b", "c"):
         table.failed(g, f"{g}:8081", "x")  # order beats availability for FIFO
     assert s.send_candidates(groups, message_group) == first
+
+
+@given(topics=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=4),
+       body=st.binary(max_size=3000), group=st.none() | st.text(min_size=1, max_size=10))
+def test_the_first_message_is_read_alone_as_the_whole_request_has_it(
+        topics: list[str], body: bytes, group: str | None) -> None:
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as spb
+
+    from mqcluster.proxy.service import first_message
+
+    msgs = [pb.Message(topic=pb.Resource(name=t), body=body) for t in topics]
+    if group is not None:
+        msgs[0].system_properties.message_group = group
+    raw = spb.SendMessageRequest(messages=msgs).SerializeToString()
+    assert first_message(raw) == msgs[0]
+    assert first_message(b"") is None
+    with pytest.raises(DecodeError):  # cut inside the first message: BAD_REQUEST
+        first_message(raw[:3])

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from mqcluster.client.controller import ControllerClient
-from mqcluster.client.namesrv import NamesrvClient
+from mqcluster.client.namesrv import NamesrvClient, TopicNotExistError
 from mqcluster.controller import watch as master_watch
 from mqcluster.proxy.config import ProxyConfig
 from mqcluster.proxy.groups import GroupTable
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MASTER_ID = 0
 WATCH_MS = 10_000
+ROUTE_LOOKUP_S = 0.5
 REQUEST_CODE_NOT_SUPPORTED = 3
 GrpcResolver = Callable[[str], Awaitable[str | None]]
 
@@ -46,6 +47,10 @@ class Discovery:
                             if config.controllerAddr else None)
         self.namesrv = NamesrvClient(config.namesrvAddr) if config.namesrvAddr else None
         self.cluster_groups: set[str] | None = None
+        self.controller_groups: set[str] = set()
+        """Groups whose masters come from the controllers (controller mode)."""
+        self.namesrv_groups: set[str] = set()
+        """Groups whose masters come from the name servers."""
         self._tasks: list[asyncio.Task[None]] = []
         self.first_round = asyncio.Event()
 
@@ -81,36 +86,57 @@ class Discovery:
 
     async def _namesrv_loop(self) -> None:
         cfg = self.config
-        interval = (cfg.namesrvPollIntervalMs if self.controllers is not None
-                    else cfg.masterPollIntervalMs) / 1000
         while True:
             try:
                 await self.namesrv_round()
             except Exception as exc:
                 self._failed("namesrv", exc)
-            await asyncio.sleep(interval)
+            # Fast while some group's master comes from here, else only endpoints do.
+            masters_here = self.controllers is None or self.namesrv_groups
+            await asyncio.sleep((cfg.masterPollIntervalMs if masters_here
+                                 else cfg.namesrvPollIntervalMs) / 1000)
 
     async def namesrv_round(self) -> None:
+        """Every replica's gRPC endpoint; the masters of groups the controllers do not
+        know (DLedger and master-slave groups: their brokerId 0)."""
         assert self.namesrv is not None
         info = await self.namesrv.get_cluster_info()
         if self.config.brokerClusterName is not None:
             self.cluster_groups = set(info.clusterAddrTable.get(self.config.brokerClusterName,
                                                                 []))
+        seen: set[str] = set()
         for name, data in info.brokerAddrTable.items():
             for bid, addr in data.brokerAddrs.items():
                 grpc = data.proxyAddrs.get(bid)
                 if grpc:
                     self.grpc_of[addr] = grpc
-            if self.controllers is None and self.wanted(name):
-                master = data.brokerAddrs.get(MASTER_ID)
-                grpc = data.proxyAddrs.get(MASTER_ID) or (
-                    await self._grpc(master) if master else None)
-                self.table.sighted(name, master, grpc, 0)
+            if name in self.controller_groups or not self.wanted(name):
+                continue
+            master = data.brokerAddrs.get(MASTER_ID)
+            grpc = data.proxyAddrs.get(MASTER_ID) or (
+                await self._grpc(master) if master else None)
+            self.table.sighted(name, master, grpc, 0)
+            seen.add(name)
+        for name in self.namesrv_groups - seen:
+            if name not in self.controller_groups:
+                self.table.forget(name)
+        self.namesrv_groups = seen
         if self.controllers is None:
-            for name in self.table.names():
-                if name not in info.brokerAddrTable or not self.wanted(name):
-                    self.table.forget(name)
             self.first_round.set()
+
+    async def topic_groups(self, topic: str) -> set[str] | None:
+        """The groups the name servers route ``topic`` to; None where they do not know it
+        or cannot say (then every group is asked, and may create it)."""
+        if self.namesrv is None:
+            return None
+        try:
+            route = await asyncio.wait_for(self.namesrv.get_route(topic), ROUTE_LOOKUP_S)
+        except TopicNotExistError:
+            return None
+        except Exception as exc:
+            self._failed("namesrv", exc)
+            return None
+        return {b.brokerName for b in route.brokerDatas}
 
     # ---- controllers
 
@@ -163,17 +189,16 @@ class Discovery:
         return out
 
     async def apply(self, masters: dict[str, master_watch.GroupMaster]) -> None:
-        for name, m in masters.items():
-            if not self.wanted(name):
-                continue
+        wanted = {name: m for name, m in masters.items() if self.wanted(name)}
+        for name, m in wanted.items():
             grpc = await self._grpc(m.master_address) if m.master_address else None
             self.table.sighted(name, m.master_address, grpc, m.master_epoch)
             for addr in m.replicas:  # learn every replica's endpoint before it is master
                 if addr not in self.grpc_of:
                     asyncio.get_running_loop().create_task(self._grpc(addr))
-        for name in self.table.names():
-            if name not in masters or not self.wanted(name):
-                self.table.forget(name)
+        for name in self.controller_groups - set(wanted):
+            self.table.forget(name)
+        self.controller_groups = set(wanted)
 
     async def _grpc(self, addr: str) -> str | None:
         known = self.grpc_of.get(addr)

@@ -143,7 +143,8 @@ async def start_proxy(config: ProxyConfig) -> ProxyServer:
     channels = Channels()
     upstream = Upstream(table, channels, config.callTimeoutMs / 1000,
                         config.masterWaitMs / 1000)
-    service = ProxyService(table, upstream, metrics.call_failed_fast)
+    service = ProxyService(table, upstream, metrics.call_failed_fast,
+                           topic_groups=discovery.topic_groups)
     prober = Prober(table, channels, config.probeIntervalMs / 1000,
                     config.probeTimeoutMs / 1000)
     handler = build_handler(

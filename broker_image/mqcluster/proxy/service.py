@@ -62,8 +62,13 @@ class TopicGroups:
 class ProxyService:
     def __init__(self, table: GroupTable, upstream: Upstream,
                  on_fail_fast: Callable[[str, int], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 topic_groups: Callable[[str], Awaitable[set[str] | None]] | None = None
+                 ) -> None:
         self.table = table
+        self.topic_groups = topic_groups
+        """Where the name servers route a topic (None: unknown); only those groups are
+        asked for its routes, as RocketMQ's Proxy reads routes from the name servers."""
         self.up = upstream
         self.clock = clock
         self.on_fail_fast = on_fail_fast
@@ -78,10 +83,12 @@ class ProxyService:
     # ---- fan-out calls
 
     async def _each(self, method: str, request: bytes, context: Context,
-                    answer: type[R]) -> dict[str, R]:
-        """``method`` on every usable group at once; groups that fail are left out
-        (a status the caller merges in)."""
-        groups = self.table.usable_groups()
+                    answer: type[R], topic: str | None = None) -> dict[str, R]:
+        """``method`` on every usable group at once (those carrying ``topic`` where the
+        name servers know it); groups that fail are left out (a status the caller merges
+        in)."""
+        only = await self.topic_groups(topic) if topic and self.topic_groups else None
+        groups = [g for g in self.table.usable_groups() if only is None or g in only]
         md, left = metadata_of(context), context.time_remaining()
 
         async def one(group: str) -> R:
@@ -98,13 +105,14 @@ class ProxyService:
             # No group usable right now: wait (bounded) for one rather than fail at once.
             with contextlib.suppress(Unreachable):
                 await self.up.master(self.table.names()[0], left)
-            groups = self.table.usable_groups()
+            groups = [g for g in self.table.usable_groups() if only is None or g in only]
         results = await asyncio.gather(*(one(g) for g in groups))
         return dict(zip(groups, results, strict=True))
 
     async def query_route(self, raw: bytes, context: Context) -> spb.QueryRouteResponse:
         req = spb.QueryRouteRequest.FromString(raw)
-        answers = await self._each("QueryRoute", raw, context, spb.QueryRouteResponse)
+        answers = await self._each("QueryRoute", raw, context, spb.QueryRouteResponse,
+                                   req.topic.name)
         merged = routes.merge_routes(answers, req.topic.name,
                                      req.endpoints if req.HasField("endpoints") else None)
         if merged.status.code == pb.Code.OK:
@@ -114,7 +122,8 @@ class ProxyService:
 
     async def query_assignment(self, raw: bytes, context: Context) -> spb.QueryAssignmentResponse:
         req = spb.QueryAssignmentRequest.FromString(raw)
-        answers = await self._each("QueryAssignment", raw, context, spb.QueryAssignmentResponse)
+        answers = await self._each("QueryAssignment", raw, context,
+                                   spb.QueryAssignmentResponse, req.topic.name)
         return routes.merge_assignments(answers, req.topic.name,
                                         req.endpoints if req.HasField("endpoints") else None)
 
@@ -150,11 +159,11 @@ class ProxyService:
         start = next(self._turn) % len(usable)
         return usable[start:] + usable[:start]
 
-    async def send_message(self, raw: bytes, context: Context) -> spb.SendMessageResponse:
-        req = spb.SendMessageRequest.FromString(raw)
-        if not req.messages:
+    async def send_message(self, raw: bytes,
+                           context: Context) -> spb.SendMessageResponse | bytes:
+        first = first_message(raw)
+        if first is None:
             return spb.SendMessageResponse(status=bad_request("no message in the request"))
-        first = req.messages[0]
         topic = first.topic.name
         fifo = (first.system_properties.message_group
                 if first.system_properties.HasField("message_group") else None)
@@ -174,6 +183,8 @@ class ProxyService:
                 failure = exc
                 continue
             resp = spb.SendMessageResponse.FromString(answer)
+            if not any(e.transaction_id or e.recall_handle for e in resp.entries):
+                return answer  # nothing to tag with the group: the broker's bytes as they are
             for entry in resp.entries:
                 entry.transaction_id = tokens.wrap(group, entry.transaction_id)
                 entry.recall_handle = tokens.wrap(group, entry.recall_handle)
@@ -297,6 +308,28 @@ class ProxyService:
                 if not started:
                     yield answer(status=status)
         return handle
+
+
+_MESSAGES_TAG = 0x0A  # SendMessageRequest.messages: field 1, length-delimited
+
+
+def first_message(raw: bytes) -> pb.Message | None:
+    """The first message of a SendMessageRequest, parsed alone: its topic and message
+    group choose the group, the broker parses (and checks) the whole request. None when
+    the request holds no message; a layout other than the usual one is parsed whole."""
+    if raw[:1] == bytes([_MESSAGES_TAG]):
+        length, shift, i = 0, 0, 1
+        while i < len(raw) and i < 11:
+            byte = raw[i]
+            length |= (byte & 0x7F) << shift
+            i += 1
+            if not byte & 0x80:
+                if i + length <= len(raw):
+                    return pb.Message.FromString(raw[i:i + length])
+                break
+            shift += 7
+    req = spb.SendMessageRequest.FromString(raw)
+    return req.messages[0] if req.messages else None
 
 
 def _first_ok(answers: dict[str, Any]) -> pb.Status:

@@ -45,6 +45,7 @@ class Channels:
 
     def __init__(self) -> None:
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._calls: dict[tuple[str, str], Any] = {}
 
     def get(self, target: str) -> grpc.aio.Channel:
         channel = self._channels.get(target)
@@ -60,13 +61,23 @@ class Channels:
             ])
         return channel
 
+    def unary(self, target: str, method: str) -> Any:
+        """The channel's callable for ``method`` (made once per channel)."""
+        key = (target, method)
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = self.get(target).unary_unary(f"/{SERVICE}/{method}")
+        return call
+
     def keep_only(self, targets: set[str]) -> None:
         for target in [t for t in self._channels if t not in targets]:
+            self._calls = {k: c for k, c in self._calls.items() if k[0] != target}
             channel = self._channels.pop(target)
             asyncio.get_running_loop().create_task(channel.close(grace=1.0))
 
     async def close(self) -> None:
         channels, self._channels = self._channels, {}
+        self._calls = {}
         for channel in channels.values():
             await channel.close()
 
@@ -107,7 +118,7 @@ class Upstream:
         if not target:
             raise Unreachable(group, pb.Code.HA_NOT_AVAILABLE, "master unreachable")
         timeout = min(self.call_timeout, _or_inf(time_left))
-        call = self.channels.get(target).unary_unary(f"/{SERVICE}/{method}")
+        call = self.channels.unary(target, method)
         try:
             response: bytes = await call(request, metadata=metadata, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
