@@ -340,8 +340,9 @@ class NodeAgent:
             f"/api/v1/namespaces/{self.namespace}/configmaps/{quote(config_map)}")
         if data is None:
             raise RuntimeError(f"ConfigMap {config_map} not found")
-        ordinal = int(pod["metadata"].get("labels", {}).get(
-            "apps.kubernetes.io/pod-index", name.rsplit("-", 1)[1]))
+        index = pod["metadata"].get("labels", {}).get(
+            "apps.kubernetes.io/pod-index", name.rsplit("-", 1)[1])
+        ordinal = int(index) if index.isdigit() else 0  # a Deployment's pod: no ordinal
         root = self.volumes[name] = await self._volume(pod)
         statefulsets = self.mirror.all("apps/v1/statefulsets")
         proc = await start_process(name, ordinal, spec, data.get("data") or {}, root,

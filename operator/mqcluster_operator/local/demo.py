@@ -1,9 +1,11 @@
 """``make demo``: the examples/ manifests as a local cluster, a failover in each group.
 
-A name server trio with the controller embedded, a controller-mode group of 3 and a
-DLedger group of 3, every process on its own 127.x.y.z address with the config the
-operator would render for its pod. In each group the official RocketMQ 5 client
-sends through the group's endpoints while the master (leader) is SIGKILLed; the demo
+A name server trio with the controller embedded, a controller-mode group of 3, a
+DLedger group of 3 and the Controller's proxy tier (``spec.proxy``, two ``mqproxy``),
+every process on its own 127.x.y.z address with the config the operator would render
+for its pod. In each group the official RocketMQ 5 client sends through the proxies
+(one endpoint for every group, as a client on Kubernetes is given the proxy Service)
+while the master (leader) is SIGKILLed; the demo
 prints who was elected and how soon, the longest pause between acknowledged sends,
 and checks that a consumer receives every acknowledged message; meanwhile lines of
 the live view (`mqcluster local status --watch`) show the master, the epoch, the
@@ -28,7 +30,7 @@ from mqcluster.client import AdminClient
 
 from .cli import load, random_prefix
 from .inspect import GroupState, group_state
-from .plan import plan, read_manifests
+from .plan import Manifests, plan, read_manifests
 from .runner import LocalCluster, Running
 from .watch import Rates, headline, look
 
@@ -165,8 +167,15 @@ async def failover(cluster: LocalCluster, group: str, say: Say) -> bool:
             await viewer
 
 
+def with_proxy(manifests: Manifests) -> Manifests:
+    """The examples' Controller with its proxy tier enabled."""
+    return Manifests([(o, s.model_copy(update={"proxy": s.proxy.model_copy(
+        update={"enabled": True})})) for o, s in manifests.controllers], manifests.groups)
+
+
 async def _failover(cluster: LocalCluster, group: str, say: Say) -> bool:
     replicas = [p for p in cluster.processes if p.group == group]
+    proxies = [p for p in cluster.processes if p.kind == "proxy"]
     first = await wait_state(replicas, lambda s: s.master is not None and len(s.in_sync) == 3,
                              f"{group}: a master and all 3 replicas in sync", say)
     say(f"{group} ({first.mode} mode): master {first.master}, in sync {', '.join(first.in_sync)}")
@@ -174,7 +183,10 @@ async def _failover(cluster: LocalCluster, group: str, say: Say) -> bool:
     for r in replicas:  # every replica knows the topic, whoever leads later
         async with AdminClient(broker_addr=r.addr) as admin:
             await admin.create_topic(topic, queue_nums=4)
-    endpoints = ";".join(r.grpc for r in replicas)
+    endpoints = ";".join(p.grpc for p in proxies) or ";".join(r.grpc for r in replicas)
+    say(f"  the official client sends to {topic} through "
+        + (f"the proxies {', '.join(p.name for p in proxies)}" if proxies
+           else "the group's replicas"))
     sends = Sends()
     producer = threading.Thread(target=produce, args=(endpoints, topic, sends), daemon=True)
     producer.start()
@@ -204,7 +216,8 @@ async def _failover(cluster: LocalCluster, group: str, say: Say) -> bool:
         f"sends resumed {resumed or 0:.2f} s after the kill; longest pause between "
         f"acknowledgements {sends.longest_gap():.2f} s")
     survivors = ";".join(r.grpc for r in replicas if r.name != first.master)
-    got = await asyncio.to_thread(consume, survivors, topic, set(sends.acked), 60)
+    got = await asyncio.to_thread(consume, endpoints if proxies else survivors, topic,
+                                  set(sends.acked), 60)
     lost = set(sends.acked) - got
     if lost:
         say(f"  LOST {len(lost)} acknowledged messages: {sorted(lost)[:10]}")
@@ -219,7 +232,7 @@ async def run(say: Say) -> bool:
         try:
             say("rendering the pods' configs from " + ", ".join(f"examples/{m}"
                                                                  for m in MANIFESTS))
-            manifests = read_manifests(load([str(EXAMPLES / m) for m in MANIFESTS]))
+            manifests = with_proxy(read_manifests(load([str(EXAMPLES / m) for m in MANIFESTS])))
             processes = plan(manifests, random_prefix(), Path(tmp) / "state" / "data")
             say(f"starting {len(processes)} processes, each on its own 127.x.y.z address")
             await asyncio.to_thread(cluster.up, processes, say)

@@ -13,6 +13,7 @@ from .. import names
 from ..manifests import broker as broker_manifests
 from ..manifests import controller as controller_manifests
 from ..manifests import pods
+from ..manifests import proxy as proxy_manifests
 from ..manifests.controller import ControllerView, controller_view
 from ..manifests.meta import Owner
 from ..models import BrokerGroupSpec, ControllerSpec
@@ -29,7 +30,7 @@ class LocalProcess:
     name: str
     """``<resource>-<ordinal>``, as the pod would be named."""
     kind: str
-    """``namesrv``, ``controller`` or ``broker``."""
+    """``namesrv``, ``controller``, ``broker`` or ``proxy``."""
     group: str
     """The resource it belongs to."""
     ip: str
@@ -39,7 +40,7 @@ class LocalProcess:
     @property
     def module(self) -> str:
         return {"namesrv": "mqcluster.namesrv.main", "controller": "mqcluster.controller.main",
-                "broker": "mqcluster.broker.main"}[self.kind]
+                "broker": "mqcluster.broker.main", "proxy": "mqcluster.proxy.main"}[self.kind]
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -52,9 +53,11 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def pod_configs(data: Mapping[str, str], conf: str, replicas: int) -> list[dict[str, str]]:
-    """What each pod's start script concatenates: the shared file, then its own."""
+    """What each pod's start script concatenates: the shared file, then its own (a
+    Deployment's pods, the proxy's, have none)."""
     shared = parse_properties(data[conf])
-    return [{**shared, **parse_properties(data[f"pod-{i}.conf"])} for i in range(replicas)]
+    return [{**shared, **parse_properties(data.get(f"pod-{i}.conf", ""))}
+            for i in range(replicas)]
 
 
 def localize(props: Mapping[str, str], hosts: Mapping[str, str], data_root: Path,
@@ -136,6 +139,20 @@ def plan(manifests: Manifests, ip_prefix: str, data_root: Path) -> list[LocalPro
             ip = ips[(owner.name, i)]
             local = localize(props, hosts, data_root / names.pod(owner.name, i), ip)
             out.append(LocalProcess(names.pod(owner.name, i), "broker", owner.name, ip, local,
+                                    "boot success"))
+    # A Controller's proxy tier (spec.proxy): its replicas after every pod, same config.
+    n = len(pods_in_order)
+    for owner, cspec in manifests.controllers:
+        if not cspec.proxy.enabled:
+            continue
+        props = pod_configs(proxy_manifests.config_data(owner, cspec), proxy_manifests.CONF,
+                            1)[0]
+        tier = proxy_manifests.name(owner)
+        for i in range(cspec.proxy.replicas):
+            n += 1
+            ip = f"{ip_prefix}.{n}"
+            out.append(LocalProcess(f"{tier}-{i}", "proxy", tier, ip,
+                                    localize(props, hosts, data_root / f"{tier}-{i}", ip),
                                     "boot success"))
     return out
 

@@ -36,6 +36,7 @@ PROGRAMS = {
     "mqnamesrv": Program("mqcluster.namesrv.main", "boot success"),
     "mqcontroller": Program("mqcluster.controller.main", " started on "),  # "<id> started on"
     "mqbroker": Program("mqcluster.broker.main", "boot success"),
+    "mqproxy": Program("mqcluster.proxy.main", "boot success"),
 }
 
 
@@ -130,8 +131,9 @@ class LocalCluster:
         raise BootError(f"{running.name} did not boot ({why}):\n{tail}")
 
     def up(self, plan: list[LocalProcess], progress: Callable[[str], None]) -> None:
-        """Controllers (or name servers) first, then every broker; waits for each to boot."""
-        for stage in (("namesrv", "controller"), ("broker",)):
+        """Controllers (or name servers) first, then every broker, then the proxies; waits
+        for each to boot."""
+        for stage in (("namesrv", "controller"), ("broker",), ("proxy",)):
             started = [(self.start(p, progress), p.boot_marker) for p in plan
                        if p.kind in stage]
             for running, marker in started:

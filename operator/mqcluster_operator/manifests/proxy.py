@@ -135,15 +135,19 @@ def autoscaler(owner: Owner, spec: ProxySpec, obj_labels: dict[str, str]) -> Obj
     }
 
 
+def config_data(owner: Owner, cspec: ControllerSpec) -> dict[str, str]:
+    view = controller_view(owner.name, owner.namespace, cspec)
+    return {CONF: properties.render(proxy_properties(view, cspec.proxy),
+                                    f"Proxy of Controller {owner.namespace}/{owner.name}")}
+
+
 def build_proxy(owner: Owner, cspec: ControllerSpec) -> list[Obj]:
     """The proxy tier's objects (none when ``proxy.enabled`` is false)."""
     spec = cspec.proxy
     if not spec.enabled:
         return []
-    view = controller_view(owner.name, owner.namespace, cspec)
     obj_labels = labels(owner, COMPONENT, image_tag(spec.image or cspec.image))
-    data = {CONF: properties.render(proxy_properties(view, spec),
-                                    f"Proxy of Controller {owner.namespace}/{owner.name}")}
+    data = config_data(owner, cspec)
     out = [
         services.config_map(owner, name(owner) + "-config", obj_labels, data),
         deployment(owner, cspec, content_hash(data)),
