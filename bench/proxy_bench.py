@@ -84,7 +84,8 @@ def request(payload: bytes) -> bytes:
         sp.body_encoding = pb.Encoding.IDENTITY
         sp.message_type = pb.MessageType.NORMAL
         msgs.append(m)
-    return spb.SendMessageRequest(messages=msgs).SerializeToString()
+    out: bytes = spb.SendMessageRequest(messages=msgs).SerializeToString()
+    return out
 
 
 @dataclass(frozen=True)
