@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from mqcluster.broker.broker_identity import Registration, register_with_controller
 from mqcluster.client.controller import ControllerClient, ReplicaInfo
-from mqcluster.controller.broker_identity import Registration, register_with_controller
 from mqcluster.protocol.controller import (
     BrokerHeartbeatRequestHeader,
     NotifyBrokerRoleChangedRequestHeader,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from mqcluster.broker import replicas_manager
+from mqcluster.broker.broker_identity import BrokerIdentityRecord, Registration
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.client.controller import ReplicaInfo
-from mqcluster.controller.broker_identity import BrokerIdentityRecord, Registration
 from mqcluster.wire.rpc import RpcError
 
 

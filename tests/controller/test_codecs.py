@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.common.config import ConfigError
-from mqcluster.controller.broker_identity import (
+from mqcluster.broker.broker_identity import (
     BrokerIdentityRecord,
     IdentityError,
     read_identity,
     write_identity,
 )
+from mqcluster.common.config import ConfigError
 from mqcluster.controller.config import ControllerConfig, load_controller_config, parse_peers
 from mqcluster.controller.events import (
     AlterSyncStateSetEvent,

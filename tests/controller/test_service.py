@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mqcluster.broker.broker_identity import identity_path, read_identity
 from mqcluster.client.controller import ControllerClient, ControllerError
-from mqcluster.controller.broker_identity import identity_path, read_identity
 from mqcluster.controller.consensus import LocalConsensus
 from mqcluster.controller.service import ControllerService
 from mqcluster.controller.statemachine import ControllerState

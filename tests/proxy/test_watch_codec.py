@@ -7,16 +7,15 @@ import pytest
 
 from mqcluster.controller.events import ApplyBrokerIdEvent, ElectMasterEvent
 from mqcluster.controller.statemachine import ControllerState
-from mqcluster.controller.watch import (
+from mqcluster.controller.watch import differs, masters_of
+from mqcluster.protocol.controller_watch import (
     MAX_WAIT_MS,
     GroupMaster,
     WatchError,
     decode_answer,
     decode_request,
-    differs,
     encode_answer,
     encode_request,
-    masters_of,
 )
 
 

@@ -25,13 +25,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from mqcluster.broker.broker_identity import register_with_controller
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
 from mqcluster.broker.slave_sync import sync_from_master
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.client.controller import ControllerClient, ControllerError, ReplicaInfo
 from mqcluster.client.errors import ClientError
-from mqcluster.controller.broker_identity import register_with_controller
 from mqcluster.ha.master import HAMasterOptions, HAMasterService
 from mqcluster.ha.replica_hosts import ReplicaHosts
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions

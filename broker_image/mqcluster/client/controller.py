@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from mqcluster.protocol.controller import (
@@ -40,6 +40,12 @@ from mqcluster.protocol.controller import (
     code_name,
     encode_broker_names,
     request,
+)
+from mqcluster.protocol.controller_watch import (
+    WATCH_MASTERS,
+    GroupMaster,
+    decode_answer,
+    encode_request,
 )
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient, RpcError
@@ -354,6 +360,14 @@ class ControllerClient:
                     invoke_time=_now_ms()),
             )
         )
+
+    async def watch_masters(self, known: Mapping[str, int], wait_ms: int) -> dict[str, GroupMaster]:
+        """WATCH_MASTERS on the active controller: every group's master, answered once one
+        differs from ``known`` (or after ``wait_ms``). ControllerError when refused
+        (REQUEST_CODE_NOT_SUPPORTED from a controller that predates it)."""
+        body = encode_request(known, wait_ms)
+        resp = await self._call(lambda: RemotingCommand(code=WATCH_MASTERS, body=body))
+        return decode_answer(resp.body)
 
 
 def _check(resp: RemotingCommand) -> None:

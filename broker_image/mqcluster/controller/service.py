@@ -38,6 +38,7 @@ from mqcluster.controller.manager import ControllerResult, Liveness, ReplicasInf
 from mqcluster.controller.metrics import ControllerMetrics, MetricsServer
 from mqcluster.controller.replicated import ControllerStateMachine
 from mqcluster.controller.statemachine import ControllerState
+from mqcluster.protocol import controller_watch
 from mqcluster.protocol.controller import (
     AlterSyncStateSetRequestHeader,
     ApplyBrokerIdRequestHeader,
@@ -220,7 +221,7 @@ class ControllerService:
             RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: self._leader(self._get_sync_state_data),
             RequestCode.CLEAN_BROKER_DATA: self._leader(self._clean_broker_data),
             RequestCode.GET_CONTROLLER_CONFIG: self._get_controller_config,
-            watch.WATCH_MASTERS: self._leader(self._watch_masters),
+            controller_watch.WATCH_MASTERS: self._leader(self._watch_masters),
         }
         for code, fn in table.items():
             registry.register(code, self._instrument(int(code), fn))
@@ -442,8 +443,8 @@ class ControllerService:
     async def _watch_masters(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         """Held until a group's master differs from the caller's view (controller/watch.py)."""
         try:
-            known, wait_ms = watch.decode_request(cmd.body)
-        except watch.WatchError as exc:
+            known, wait_ms = controller_watch.decode_request(cmd.body)
+        except controller_watch.WatchError as exc:
             return response(cmd, Code.INVALID_REQUEST, str(exc))
         if self._watchers >= watch.MAX_WATCHERS:
             return response(cmd, Code.SYSTEM_BUSY, "too many master watches held")
@@ -454,7 +455,7 @@ class ControllerService:
                                     wait_ms / 1000)
         finally:
             self._watchers -= 1
-        return response(cmd, body=watch.encode_answer(watch.masters_of(self.state)))
+        return response(cmd, body=controller_watch.encode_answer(watch.masters_of(self.state)))
 
     async def _clean_broker_data(self, cmd: RemotingCommand, _c: Connection) -> RemotingCommand:
         h = CleanControllerBrokerDataRequestHeader.from_command(cmd)

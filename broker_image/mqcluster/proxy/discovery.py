@@ -17,12 +17,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from mqcluster.client.controller import ControllerClient
+from mqcluster.client.controller import ControllerClient, ControllerError
 from mqcluster.client.namesrv import NamesrvClient, TopicNotExistError
-from mqcluster.controller import watch as master_watch
+from mqcluster.protocol import controller_watch as master_watch
 from mqcluster.proxy.config import ProxyConfig
 from mqcluster.proxy.groups import GroupTable
-from mqcluster.wire.frame import RemotingCommand
 
 log = logging.getLogger(__name__)
 
@@ -169,14 +168,12 @@ class Discovery:
     async def watch(self, known: dict[str, int],
                     wait_ms: int) -> dict[str, master_watch.GroupMaster]:
         assert self.controllers is not None
-        body = master_watch.encode_request(known, wait_ms)
-        resp = await self.controllers.invoke_active(
-            lambda: RemotingCommand(code=master_watch.WATCH_MASTERS, body=body))
-        if resp.code == REQUEST_CODE_NOT_SUPPORTED:
-            raise WatchUnsupported(resp.remark or "")
-        if resp.code != 0:
-            raise RuntimeError(f"WATCH_MASTERS refused: {resp.code} {resp.remark}")
-        return master_watch.decode_answer(resp.body)
+        try:
+            return await self.controllers.watch_masters(known, wait_ms)
+        except ControllerError as exc:
+            if exc.code == REQUEST_CODE_NOT_SUPPORTED:
+                raise WatchUnsupported(exc.remark or "") from exc
+            raise RuntimeError(f"WATCH_MASTERS refused: {exc.code} {exc.remark}") from exc
 
     async def poll_replicas(self) -> dict[str, master_watch.GroupMaster]:
         assert self.controllers is not None
