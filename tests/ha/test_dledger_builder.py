@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqcluster.broker.dledger_builder import EntryBuilder
-from mqcluster.ha.dledger_entry import encode_region, mark_positions
+from mqcluster.ha.dledger_entry import mark_positions
 from mqcluster.store import MessageStore
 from mqcluster.store.batch import RawBatch, check_batch
 from mqcluster.store.codec import TRANSACTION_PREPARED_TYPE, prepare_all
@@ -63,8 +63,11 @@ async def test_placed_batches_are_the_bytes_a_store_appends_itself(
         assert enc is not None
         built = builder.place(enc, 5, written.next_queue_offset, SEGMENT)
         assert built is not None and built.first_queue_offset == 4 * (k // 2)
-        start, parts = builder.take()
-        assert written.append_replicated(start, encode_region(start, parts)[13:])
+        start, parts, runs = builder.take()
+        assert [(r.first_queue_offset, r.sizes) for r in runs] == [
+            (built.first_queue_offset, built.sizes)]
+        # (the consume-queue entries given: the dispatcher reads no record back)
+        assert written.append_replicated(start, b"".join(parts), runs)
         appended.append_raw_batch(marked, 5, HOST)
     assert written.commitlog_max_offset > 2 * SEGMENT
     for store in stores:
@@ -92,10 +95,10 @@ async def test_batches_gathered_for_one_entry_follow_each_other(
         assert enc is not None
         for builder, store in zip(builders, stores, strict=True):
             assert builder.place(enc, 5, store.next_queue_offset, SEGMENT) is not None
-        start, parts = builders[1].take()
+        start, parts, _ = builders[1].take()
         assert apart.append_replicated(start, b"".join(parts))
-    start, parts = builders[0].take()
-    assert start == 0 and builders[0].gathered == 0
+    start, parts, runs = builders[0].take()
+    assert start == 0 and builders[0].gathered == 0 and len(runs) == 9
     assert together.append_replicated(0, b"".join(parts))
     assert together.commitlog_max_offset > 2 * SEGMENT
     assert commitlog(together) == commitlog(apart)
@@ -117,7 +120,7 @@ async def test_placed_messages_of_any_kind_are_the_bytes_a_store_appends_itself(
     placed = [builder.place_record(parts, 9, written.next_queue_offset, SEGMENT)
               for parts in prepare_all(recs, HOST)]
     assert [p[1] for p in placed if p is not None] == [0, 0, 1, 0, 2, 1, 3, 2, 4, 3, 5, 4, 6, 5]
-    start, parts = builder.take()
+    start, parts, _ = builder.take()
     assert written.append_replicated(start, b"".join(parts))
     results, _ = appended.append_records(recs, 9, HOST)
     assert commitlog(written) == commitlog(appended)
@@ -136,7 +139,7 @@ def test_records_never_straddle_a_segment_end(sizes: list[int]) -> None:
         assert built is not None
         assert built.start // SEGMENT == (built.end - 1) // SEGMENT
         assert built.end % SEGMENT == 0 or SEGMENT - built.end % SEGMENT >= 8
-    start, parts = builder.take()
+    start, parts, _ = builder.take()
     assert start == 100 and start + sum(len(p) for p in parts) == builder.end
 
 

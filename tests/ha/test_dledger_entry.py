@@ -13,24 +13,46 @@ from mqcluster.broker.dledger import DLedgerStateMachine
 from mqcluster.ha.dledger_entry import (
     EntryFormatError,
     decode_batch,
+    decode_runs,
     encode_batch,
     encode_region,
+    encode_runs,
     region_end,
     region_start,
+    split_entry,
 )
 from mqcluster.raft.types import Entry, EntryType
 from mqcluster.store import MessageStore
+from mqcluster.store.built import BuiltBatch
 from mqcluster.store.message import MessageRecord
 from tests.store.conftest import make_config
 
+runs = st.lists(st.builds(
+    lambda topic, queue, first, start, ts, pairs: BuiltBatch(
+        topic, queue, first, start, [p[0] for p in pairs], [p[1] for p in pairs], b"", ts),
+    st.text(min_size=1, max_size=30), st.integers(0, 2**31 - 1), st.integers(0, 2**62),
+    st.integers(0, 2**62), st.integers(0, 2**62),
+    st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(-(2**63), 2**63 - 1)),
+             min_size=1, max_size=5)), max_size=4)
 
-@given(st.integers(0, 2**50), st.lists(st.binary(max_size=300), max_size=5))
+
+@given(st.integers(0, 2**50), st.lists(st.binary(max_size=300), max_size=5), runs)
 def test_an_entry_names_where_its_records_go_and_where_they_end(
-        start: int, parts: list[bytes]) -> None:
-    data = encode_region(start, list(parts))
+        start: int, parts: list[bytes], batches: list[BuiltBatch]) -> None:
+    data = encode_region(start, list(parts), encode_runs(batches))
     assert region_start(data) == start
     assert region_end(data) == start + sum(len(p) for p in parts)
     assert data.endswith(b"".join(parts))
+    split = split_entry(data)
+    assert split is not None and decode_runs(split[1]) == batches
+
+
+def test_runs_past_the_entry_are_a_clear_error() -> None:
+    data = encode_region(0, [b"x"], encode_runs([BuiltBatch("T", 0, 0, 0, [1], [0], b"", 1)]))
+    with pytest.raises(EntryFormatError):
+        decode_runs(split_entry(data)[1][:-3])  # type: ignore[index]
+    with pytest.raises(EntryFormatError, match="past its end"):
+        split_entry(data[:20])
 
 
 @pytest.mark.parametrize("data", [

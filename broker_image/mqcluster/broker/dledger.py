@@ -36,6 +36,7 @@ from mqcluster.ha.dledger_entry import (
     ENTRY_VERSION,
     PROPERTY_DLEDGER_INDEX,
     encode_region,
+    encode_runs,
     mark_positions,
     region_end,
 )
@@ -248,7 +249,7 @@ class DLedgerReplication:
                                      queue_offset, offset, parts.size, now_ms, off_id))
         if not self.builder.gathered:
             return results
-        start, region = self.builder.take()
+        start, region, _ = self.builder.take()
         data = encode_region(start, region)
         self.proposed_other += 1
         sm = self.state_machine
@@ -332,8 +333,8 @@ class DLedgerReplication:
         results = [result for result, _ in self._group]
         waiters = [waiter for _, waiter in self._group]
         self._group = []
-        start, region = self.builder.take()
-        data = encode_region(start, region)
+        start, region, runs = self.builder.take()
+        data = encode_region(start, region, encode_runs(runs))
         sm = self.state_machine
         sm.expect(data, results)
         try:

@@ -36,6 +36,7 @@ class EntryBuilder:
         self._queues: dict[tuple[str, int], int] = {}
         self._region_start = 0
         self._parts: list[bytes | memoryview] = []
+        self._runs: list[BuiltBatch] = []
 
     @property
     def ready(self) -> bool:
@@ -56,19 +57,20 @@ class EntryBuilder:
         """Follow on from a store whose commitlog holds every entry of the log."""
         self._end = self._region_start = commitlog_end
         self._queues = {}
-        self._parts = []
+        self._parts, self._runs = [], []
 
     def reset(self) -> None:
         self._end = None
         self._queues = {}
-        self._parts = []
+        self._parts, self._runs = [], []
 
-    def take(self) -> tuple[int, list[bytes | memoryview]]:
-        """The region placed since the last ``take``: where it starts and its bytes."""
+    def take(self) -> tuple[int, list[bytes | memoryview], list[BuiltBatch]]:
+        """The region placed since the last ``take``: where it starts, its bytes, and
+        the producer batches placed in it (what their consume-queue entries are)."""
         assert self._end is not None, "take before start_from()"
-        start, parts = self._region_start, self._parts
-        self._region_start, self._parts = self._end, []
-        return start, parts
+        start, parts, runs = self._region_start, self._parts, self._runs
+        self._region_start, self._parts, self._runs = self._end, [], []
+        return start, parts, runs
 
     def _put(self, start: int, records: bytes | memoryview) -> None:
         assert self._end is not None
@@ -96,6 +98,7 @@ class EntryBuilder:
         first = self._next_offset(b.topic, b.queue_id, next_queue_offset)
         built = build(enc, start, first, store_timestamp)
         self._put(start, built.records)
+        self._runs.append(built)
         self._queues[(b.topic, b.queue_id)] = first + len(enc.sizes)
         return built
 

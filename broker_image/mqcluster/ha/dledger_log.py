@@ -24,7 +24,12 @@ from typing import Protocol
 
 from mqcluster.common.crc import crc32
 from mqcluster.common.files import atomic_write
-from mqcluster.ha.dledger_entry import REGION_HEAD_SIZE, encode_region, region_start
+from mqcluster.ha.dledger_entry import (
+    REGION_HEAD_SIZE,
+    decode_runs,
+    encode_region,
+    split_entry,
+)
 from mqcluster.raft.disk_log import (
     DEFAULT_SEGMENT_BYTES,
     CorruptLogError,
@@ -34,6 +39,7 @@ from mqcluster.raft.disk_log import (
 )
 from mqcluster.raft.diskformat import RaftStoreError
 from mqcluster.raft.types import Entry
+from mqcluster.store.built import BuiltBatch
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +56,8 @@ class Commitlog(Protocol):
     @property
     def commitlog_max_offset(self) -> int: ...
 
-    def append_replicated(self, offset: int, data: bytes | memoryview) -> bool: ...
+    def append_replicated(self, offset: int, data: bytes | memoryview,
+                          batches: Sequence[BuiltBatch] | None = None) -> bool: ...
 
     def read_commitlog(self, offset: int, max_bytes: int) -> bytes: ...
 
@@ -126,7 +133,7 @@ class DLedgerLog(DiskLog):
         data = self._stored(index)
         if data[:1] != _REF_TAG:
             return None
-        _, start, length, crc = _REF.unpack(data)
+        _, start, length, crc = _REF.unpack_from(data)
         return start, length, crc
 
     def _read(self, start: int, length: int) -> bytes | None:
@@ -159,17 +166,17 @@ class DLedgerLog(DiskLog):
         stored: list[Entry] = []
         cl = self._cl
         for e in entries:
-            start = region_start(e.data)
-            if start is None:
+            parts = split_entry(e.data)
+            if parts is None:
                 stored.append(Entry(e.index, e.term, e.type, _WHOLE_TAG + e.data))
                 continue
-            region = memoryview(e.data)[REGION_HEAD_SIZE:]
-            if not cl.append_replicated(start, region):
+            start, runs, region = parts
+            if not cl.append_replicated(start, region, decode_runs(runs)):
                 raise CorruptLogError(self.log_dir, 0, f"entry {e.index} goes at commitlog "
                                       f"offset {start}, the commitlog ends at "
                                       f"{cl.commitlog_max_offset}")
-            stored.append(Entry(e.index, e.term, e.type,
-                                _REF.pack(_REF_TAG, start, len(region), crc32(region))))
+            stored.append(Entry(e.index, e.term, e.type, _REF.pack(
+                _REF_TAG, start, len(region), crc32(region)) + runs))
         super().append(stored, None, sync=sync)
 
     def truncate_from(self, index: int) -> None:
@@ -224,8 +231,9 @@ class DLedgerLog(DiskLog):
         if state.stored is not None:
             sizes = state.stored.sizes
             for i, e in enumerate(super().entries(state.stored.first_index)):
-                sizes[i] = (len(e.data) - 1 if e.data[:1] == _WHOLE_TAG
-                            else REGION_HEAD_SIZE + _REF.unpack(e.data)[2])
+                sizes[i] = (len(e.data) - 1 if e.data[:1] == _WHOLE_TAG else
+                            REGION_HEAD_SIZE + len(e.data) - _REF.size
+                            + _REF.unpack_from(e.data)[2])
         return state
 
     def entries(self, lo: int, hi: int | None = None) -> list[Entry]:
@@ -235,9 +243,10 @@ class DLedgerLog(DiskLog):
         data = e.data
         if data[:1] == _WHOLE_TAG:
             return Entry(e.index, e.term, e.type, data[1:])
-        _, start, length, crc = _REF.unpack(data)
+        _, start, length, crc = _REF.unpack_from(data)
         region = self._read(start, length)
         if region is None or crc32(region) != crc:
             raise CorruptLogError(self.log_dir, 0, f"entry {e.index}: its commitlog bytes "
                                   f"{start}..{start + length} are missing or damaged")
-        return Entry(e.index, e.term, e.type, encode_region(start, [region]))
+        return Entry(e.index, e.term, e.type,
+                     encode_region(start, [region], bytes(data[_REF.size:])))

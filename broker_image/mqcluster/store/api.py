@@ -638,11 +638,17 @@ class MessageStore:
             return False
         return await self.wait_replicated_durable(offset + len(data))
 
-    def append_replicated(self, offset: int, data: bytes | memoryview) -> bool:
-        """``append_commitlog`` without the flush wait (``wait_replicated_durable``)."""
+    def append_replicated(self, offset: int, data: bytes | memoryview,
+                          batches: Sequence[BuiltBatch] | None = None) -> bool:
+        """``append_commitlog`` without the flush wait (``wait_replicated_durable``).
+        ``batches``: the producer batches among those bytes (their records need not be
+        given), whose consume-queue entries the dispatcher then takes without reading
+        the records back."""
         was_empty = self._commitlog.files.empty
-        if not self._commitlog.append_raw(offset, data):
+        if not self._commitlog.append_raw(offset, data, keep_recent=batches is not None):
             return False
+        if batches:
+            self._commitlog.remember_built(batches)
         if was_empty:
             self._dispatcher.offset = offset
         self._dispatch.wake()

@@ -351,6 +351,14 @@ class CommitLog:
         while self._recent_entries > RECENT_ENTRIES and len(self.recent) > 1:
             self.take_recent()
 
+    def remember_built(self, builts: Sequence[BuiltBatch]) -> None:
+        """Consume-queue entries of batches just written as raw bytes, in order."""
+        for b in builts:
+            run = QueueRun(b.topic, b.queue_id, b.first_queue_offset, b.offsets, b.sizes,
+                           b.tags_codes)
+            self._remember(AppendedBatch(b.start, b.start + sum(b.sizes), [],
+                                         b.store_timestamp, [run]))
+
     def next_recent(self, pos: int) -> AppendedBatch | None:
         """The oldest remembered append starting at or after ``pos`` (older ones are dropped)."""
         while self.recent and self.recent[0].start < pos:
@@ -366,10 +374,14 @@ class CommitLog:
         self.recent.clear()
         self._recent_entries = 0
 
-    def append_raw(self, offset: int, data: bytes | memoryview) -> bool:
+    def append_raw(self, offset: int, data: bytes | memoryview,
+                   keep_recent: bool = False) -> bool:
         """Append replicated bytes at ``offset``: the current end, or any segment start
-        when the commitlog is empty (a replica that starts from the master's last file)."""
-        self.forget_recent()
+        when the commitlog is empty (a replica that starts from the master's last file).
+        ``keep_recent``: the appends remembered stay (``remember_built`` describes these
+        bytes too)."""
+        if not keep_recent:
+            self.forget_recent()
         if self.files.empty and offset % self.segment_size == 0:
             self._table_scanned_to = offset
             self.flushed_offset = offset
