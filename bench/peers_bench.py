@@ -225,9 +225,11 @@ async def peer_failover(producer: AckedProducer, leader: Callable[[], Awaitable[
             for _ in range(fault.times):
                 i = await leader()
                 await asyncio.sleep(0.5)
-                t = time.monotonic()
                 dropped = dropped_packets()
                 fault.inject(i)
+                # The fault's time is when it is in place: adding a partition's rules takes
+                # tens of ms, in which a fast system acknowledges several sends.
+                t = time.monotonic()
                 try:
                     async with asyncio.timeout(None if fault.kind == "kill" else HOLD_S):
                         await producer.acks_after(t, 3)
@@ -479,8 +481,11 @@ async def measure_nats(root: Path) -> Measured:
         faults = peer_faults(c, "nats", restart, ready)
         m.set_faults(await peer_failover(producer, leader, faults))
         ledger.ack(FAILOVER_BASE + s for s in producer.acked)
-        # A fresh consumer from the start of the stream: everything stored, read once.
-        await nats_drain(conn["js"], "bench.>", "check", cfg, None, ledger.read)
+        # A fresh consumer from the start of the stream: everything stored, read once
+        # (once JetStream answers again: its meta leader may be re-electing after the
+        # faults).
+        await settled(lambda: nats_drain(conn["js"], "bench.>", "check", cfg, None,
+                                         ledger.read))
         ledger.settle(m)
         await conn["nc"].close()
     except Exception as e:
@@ -504,6 +509,19 @@ async def leader_first(c: NatsCluster, nc: Any, stream: str, **options: Any) -> 
     await nc.close()
     return await nats.connect(servers=[urls[first], *urls[:first], *urls[first + 1:]],
                               dont_randomize=True, **options)
+
+
+async def settled(call: Callable[[], Awaitable[object]], timeout: float = 60.0) -> None:
+    """``call`` retried until it succeeds (a cluster settling after faults)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            await call()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(1)
 
 
 async def close_quietly(nc: Any) -> None:
@@ -560,10 +578,10 @@ async def mqcluster_faults(g: ha.FaultTarget, proxy_addr: str, prefix: str
                 m = await g.wait_master()
                 await g.wait_ready()
                 await asyncio.sleep(0.5)
-                t = time.monotonic()
-                before = len([a for a in clock.acks if a <= t])
                 dropped = dropped_packets()
                 inject(m)
+                t = time.monotonic()  # once in place (see peer_failover)
+                before = len([a for a in clock.acks if a <= t])
                 try:
                     await clock.wait_acks(before + 3, timeout=HOLD_S)
                 except TimeoutError:
