@@ -8,6 +8,7 @@ import collections
 from chaos.cluster import TOPIC, ChaosCluster
 from mqcluster.broker.dledger import PROPERTY_DLEDGER_INDEX
 from mqcluster.client.dledger import read_status
+from mqcluster.store.checkpoint import load_checkpoint
 from mqcluster.store.message import StoredMessage
 from mqcluster.store.offline import iter_messages
 
@@ -51,6 +52,16 @@ class DLedgerCluster(ChaosCluster):
             await b.terminate()
         return m
 
+    def commitlogs(self) -> list[bytes]:
+        """Every replica's commitlog up to the end of its last committed entry (its
+        checkpoint's confirm offset): past it a replica may hold entries a leader wrote
+        and never committed, which a later leader would have replaced."""
+        out = []
+        for i, c in enumerate(super().commitlogs()):
+            cp = load_checkpoint(str(self.store_dir(i) / "checkpoint"))
+            out.append(c if cp is None else c[:cp.confirm_phy_offset])
+        return out
+
     def replicas_identical(self) -> tuple[bool, str]:
         """Every commitlog is the same log applied up to where that replica stopped: the
         shorter ones are prefixes of the longest. A replica stopped before it learnt of
@@ -66,7 +77,7 @@ class DLedgerCluster(ChaosCluster):
                 return False, (f"b{i}'s commitlog differs from the longest at byte {at}: "
                                f"{self._records_at(at)}")
         ref = logs.index(longest)
-        ref_records = self.records(ref)
+        ref_records = [m for m in self.records(ref) if m.next_commitlog_offset <= len(longest)]
         workload = [m.commitlog_offset for m in ref_records if m.topic == TOPIC]
         for i, c in enumerate(logs):
             missing = sum(1 for offset in workload if offset >= len(c))
