@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 
-from mqcluster.common.files import atomic_write, fsync_dir
+from mqcluster.common.files import atomic_write, fsync_dir, makedirs_durable
 from mqcluster.protocol.properties import PROPERTY_UNIQ_KEY
 from mqcluster.store import codec
 from mqcluster.store.batch import BatchPutResult, RawBatch, check_batch
@@ -136,7 +136,7 @@ class MessageStore:
         if self._opened:
             return
         cfg = self.config
-        os.makedirs(cfg.storePathRootDir, exist_ok=True)
+        makedirs_durable(cfg.storePathRootDir)  # (its entry too: a power loss keeps it)
         self._lock.acquire()
         try:
             # Everything is checked before anything is written (a refusal leaves the files
