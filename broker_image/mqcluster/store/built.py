@@ -1,11 +1,9 @@
 """Batches whose records were encoded before their append, at an agreed position.
 
 A DLedger leader encodes a producer batch's commitlog records once, at the commitlog
-offset and queue offsets every replica will have reached when it applies the entry
-(``placement``); each replica then writes those bytes as they are
-(``CommitLog.append_built_group``) when it is indeed there. A replica that is not (the
-leader's projection was wrong) encodes the batch itself instead; every replica is in
-the same state before each entry, so all of them take the same way. Pure: no I/O.
+offset and queue offsets every replica has reached when it has appended the entries
+before (``placement``: a batch never straddles a segment's end); each replica writes
+those bytes as they are, when it appends the entry (``ha.dledger_log``). Pure: no I/O.
 """
 
 from __future__ import annotations
