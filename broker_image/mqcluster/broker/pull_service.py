@@ -51,7 +51,7 @@ class PullService:
         self.arrivals = arrivals
 
     def _check(self, h: PullMessageRequestHeader) -> PullOutcome | TagFilter | None:
-        bad = names_rejection(h.topic, h.consumerGroup)
+        bad = names_rejection(h.topic)  # (the group's name: consuming_group)
         if bad is not None:
             return PullOutcome(bad.code, bad.remark)
         caller = Caller(h.consumerGroup)

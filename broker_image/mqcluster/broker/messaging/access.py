@@ -10,9 +10,8 @@ a group's ``consumeEnable``, and auto-creation.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mqcluster.broker.messaging.refusal import Reason, Refusal
 from mqcluster.protocol.names import group_name_problem
@@ -27,16 +26,15 @@ class Action(Enum):
     SUB = "Sub"
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who sent a request: a client id or producer group, and the peer's address."""
+class Caller(NamedTuple):
+    """Who sent a request: a client id or producer group, and the peer's address.
+    (Tuples: one is made for every request.)"""
 
     identity: str = ""
     address: str = ""
 
 
-@dataclass(frozen=True)
-class Resource:
+class Resource(NamedTuple):
     """``kind`` is ``Topic`` or ``Group``, as in ACL 2.0's resource names."""
 
     kind: str
@@ -143,10 +141,10 @@ class TopicAccess:
         """The consumer group's config, auto-created when allowed; a Refusal when the
         name breaks the rules, the group is unknown, or it may not consume."""
         assert self.groups is not None, "group lookups need the subscription group table"
-        self.authorize(caller, Resource("Group", group), Action.SUB)
         problem = group_name_problem(group)
         if problem is not None:
             raise Refusal(Reason.ILLEGAL_CONSUMER_GROUP, problem)
+        self.authorize(caller, Resource("Group", group), Action.SUB)
         cfg = self.groups.get(group)
         if cfg is None:
             if not self.settings().autoCreateSubscriptionGroup:

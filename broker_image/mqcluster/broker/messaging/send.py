@@ -147,7 +147,7 @@ class SendService:
         self._ids = MessageIdGenerator()
         self._round_robin: dict[str, itertools.count[int]] = {}
 
-    # ---- checks shared by both front ends ---------------------------------------
+    # ---- shared by both forms of a send -----------------------------------------
 
     def _refused(self, refusal: Refusal) -> SendOutcome:
         if self._metrics is not None:
@@ -172,8 +172,9 @@ class SendService:
             self._metrics.record_put_error(status.value)
 
     async def _visible(self, next_commitlog_offset: int) -> None:
-        """An acknowledged message can be read at once (unless replication confirms
-        first: controller and DLedger modes dispatch what the replicas hold)."""
+        """A remoting send is answered once its message can be pulled (unless replication
+        confirms first: controller and DLedger modes dispatch what the replicas hold); a
+        gRPC consumer's receive waits for the arrival itself, so a gRPC send does not."""
         b = self._batches
         if b is not None and b.confirm_offset is None:
             await b.wait_dispatched(next_commitlog_offset)
@@ -232,8 +233,6 @@ class SendService:
             recall = encode_recall_handle(result.queue_offset, message_id)
         else:
             result = await self._log.put_message(rec)
-            if result.status.stored:
-                await self._visible(result.next_commitlog_offset)
         return self._answer(msg.topic, len(msg.body), queue_id, result, started,
                             message_id=message_id, transaction_id=tid, recall_handle=recall)
 

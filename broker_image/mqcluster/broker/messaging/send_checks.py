@@ -1,11 +1,12 @@
 """Every check a send passes before it is stored, whichever front end it came through.
 
 Each raises ``Refusal`` naming the field and what is wrong. The name rules themselves
-are ``mqcluster.store.validation``'s (RocketMQ's validators).
+are ``mqcluster.protocol.names``' (RocketMQ's validators).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -14,6 +15,7 @@ from mqcluster.broker.messaging.kinds import MessageKind, accepted_kinds
 from mqcluster.broker.messaging.naming import is_not_for_producers
 from mqcluster.broker.messaging.refusal import Reason, Refusal
 from mqcluster.protocol.names import (
+    MAX_TOPIC_LENGTH,
     key_problem,
     message_group_problem,
     property_problem,
@@ -57,11 +59,21 @@ class FieldLimits(MessageLimits, Protocol):
 
 
 def check_send_topic(topic: str) -> None:
+    # (A name too long is refused without caching it: no client fills the cache.)
+    bad = _send_topic_problem(topic) if len(topic) <= MAX_TOPIC_LENGTH else (
+        Reason.ILLEGAL_TOPIC, topic_name_problem(topic) or "")
+    if bad is not None:
+        raise Refusal(*bad)
+
+
+@functools.lru_cache(maxsize=4096)  # (every send checks its topic: the same few recur)
+def _send_topic_problem(topic: str) -> tuple[Reason, str] | None:
     problem = topic_name_problem(topic)
     if problem is not None:
-        raise Refusal(Reason.ILLEGAL_TOPIC, problem)
+        return Reason.ILLEGAL_TOPIC, problem
     if is_not_for_producers(topic):
-        raise Refusal(Reason.SYSTEM_TOPIC, f"cannot send to system topic {topic!r}")
+        return Reason.SYSTEM_TOPIC, f"cannot send to system topic {topic!r}"
+    return None
 
 
 def check_sys_flag(sys_flag: int) -> None:
