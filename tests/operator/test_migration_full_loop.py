@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mqcluster.admin import ops
+from mqcluster.client import broker_ops
 from mqcluster.client.admin import AdminClient
 from mqcluster.client.consumer import PullConsumer
 from mqcluster.client.message import Message
@@ -237,7 +237,7 @@ async def assert_migrated_keeping_the_topic(loop: Loop) -> None:
         assert (await admin.topic_configs(master))[TOPIC].writeQueueNums == 4
     # Every replica kept them: whichever one the controller elects next serves the topic.
     for pod in ("bg-0", "bg-1", "bg-2"):
-        tables = await ops.metadata_tables(f"{loop.kubelet.ip_of(pod)}:10911")
+        tables = await broker_ops.metadata_tables(f"{loop.kubelet.ip_of(pod)}:10911")
         assert TOPIC in tables["topics"] and GROUP in tables["groups"], pod
     await send(loop.namesrv, [f"after{i}" for i in range(10)])
     assert await consume(loop.namesrv, 10) == 10

@@ -11,18 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqcluster.admin import format as fmt
+from mqcluster.client import broker_ops
 from mqcluster.client.controller import ControllerClient, ControllerError
 from mqcluster.client.namesrv import NamesrvClient, NamesrvError, parse_addrs
 from mqcluster.protocol.broker import CreateTopicRequestHeader, encode_update_topic
 from mqcluster.protocol.controller import (
-    EpochEntryCache,
     ProtocolError,
-    RequestCode,
-    code_name,
-    request,
 )
 from mqcluster.protocol.namesrv import ClusterInfo
-from mqcluster.wire.frame import FrameError, ResponseCode
+from mqcluster.wire.frame import ResponseCode
 from mqcluster.wire.rpc import RpcClient, RpcError
 
 TIMEOUT = 3.0
@@ -262,19 +259,6 @@ async def get_broker_epoch(namesrv: str, broker_name: str | None, cluster: str |
 
 
 async def fetch_epoch_caches(addrs: Sequence[str]) -> tuple[list[fmt.BrokerEpoch], list[str]]:
-    rpc = RpcClient(connect_timeout=CONNECT_TIMEOUT)
-    epochs: list[fmt.BrokerEpoch] = []
-    errors: list[str] = []
-    try:
-        for addr in addrs:
-            try:
-                resp = await rpc.invoke(addr, request(RequestCode.GET_BROKER_EPOCH_CACHE), TIMEOUT)
-                if resp.code != ResponseCode.SUCCESS:
-                    errors.append(f"{addr}: {code_name(resp.code)}: {resp.remark or 'no remark'}")
-                    continue
-                epochs.append(fmt.BrokerEpoch(addr, EpochEntryCache.decode(resp.body)))
-            except (RpcError, ProtocolError, FrameError) as exc:
-                errors.append(f"{addr}: {exc}")
-    finally:
-        await rpc.close()
-    return epochs, errors
+    caches, errors = await broker_ops.epoch_caches(addrs, timeout=TIMEOUT,
+                                                   connect_timeout=CONNECT_TIMEOUT)
+    return [fmt.BrokerEpoch(addr, cache) for addr, cache in caches], errors

@@ -6,8 +6,8 @@ and cleaning a group's metadata on the controller. Names and flags are RocketMQ'
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from mqcluster.admin.commands import (
     CONNECT_TIMEOUT,
@@ -22,13 +22,15 @@ from mqcluster.admin.commands import (
     broker_names_of,
     broker_targets,
 )
+from mqcluster.client import broker_ops
+from mqcluster.client.broker_ops import OpsError
 from mqcluster.client.controller import ControllerError
 from mqcluster.protocol.broker import RequestCode as BrokerCode
 from mqcluster.protocol.controller import ProtocolError
 from mqcluster.protocol.dledger import DLedgerRequestCode
 from mqcluster.protocol.namesrv import RequestCode as NamesrvCode
-from mqcluster.wire.frame import RemotingCommand, ResponseCode
-from mqcluster.wire.rpc import RpcClient, RpcError
+from mqcluster.wire.frame import RemotingCommand
+from mqcluster.wire.rpc import RpcError
 
 Row = dict[str, Any]
 
@@ -44,39 +46,23 @@ def table(rows: Sequence[Row], columns: Sequence[tuple[str, str]]) -> str:
                      for line in lines)
 
 
-async def _call(rpc: RpcClient, addr: str, code: int, ext: dict[str, str] | None = None,
-                body: bytes = b"") -> RemotingCommand:
-    cmd = RemotingCommand.request(code, ext or {})
-    cmd.body = body
+_body = broker_ops.body_json
+
+T = TypeVar("T")
+
+
+async def _asked(request: Awaitable[T]) -> T:
+    """A client request; a failure of every broker is mqadmin's one-line error."""
     try:
-        resp = await rpc.invoke(addr, cmd, TIMEOUT)
-    except RpcError as exc:
-        raise AdminError(f"{addr}: {exc}") from exc
-    if resp.code != ResponseCode.SUCCESS:
-        raise AdminError(f"{addr}: code {resp.code}: {resp.remark or 'no remark'}")
-    return resp
-
-
-def _body(resp: RemotingCommand) -> Any:
-    return json.loads(resp.body or b"{}")
+        return await request
+    except OpsError as exc:
+        raise AdminError(str(exc)) from exc
 
 
 async def _per_broker(targets: Sequence[str], code: int, ext: dict[str, str] | None = None,
                       body: bytes = b"") -> tuple[list[tuple[str, RemotingCommand]], list[str]]:
-    rpc = RpcClient(connect_timeout=CONNECT_TIMEOUT)
-    ok: list[tuple[str, RemotingCommand]] = []
-    errors: list[str] = []
-    try:
-        for addr in targets:
-            try:
-                ok.append((addr, await _call(rpc, addr, code, ext, body)))
-            except AdminError as exc:
-                errors.append(str(exc))
-    finally:
-        await rpc.close()
-    if not ok and errors:
-        raise AdminError("; ".join(errors))
-    return ok, errors
+    return await _asked(broker_ops.per_broker(targets, code, ext, body, timeout=TIMEOUT,
+                                              connect_timeout=CONNECT_TIMEOUT))
 
 
 async def update_sub_group(targets: list[str], group: dict[str, Any]) -> Report:
@@ -106,8 +92,8 @@ async def delete_topic(namesrv: str, cluster: str, topic: str) -> Report:
 
 
 async def broker_status(targets: list[str]) -> Report:
-    ok, errors = await _per_broker(targets, BrokerCode.GET_BROKER_RUNTIME_INFO)
-    data = {addr: _body(resp).get("table", {}) for addr, resp in ok}
+    answers = await _asked(broker_ops.runtime_info(targets))
+    data, errors = answers.data, answers.errors
     text = "\n\n".join(
         (f"# {addr}\n" if len(data) > 1 else "")
         + "\n".join(f"{k:<32} : {v}" for k, v in sorted(t.items()))
@@ -135,10 +121,10 @@ async def get_broker_config(targets: list[str]) -> Report:
 
 
 async def update_broker_config(targets: list[str], key: str, value: str) -> Report:
-    ok, errors = await _per_broker(targets, BrokerCode.UPDATE_BROKER_CONFIG,
-                                   body=f"{key}={value}\n".encode())
-    text = "\n".join(f"update broker config success, {addr}" for addr, _ in ok)
-    return Report(text, {"updated": [a for a, _ in ok], "key": key, "value": value}, errors)
+    answers = await _asked(broker_ops.update_broker_config(targets, key, value))
+    text = "\n".join(f"update broker config success, {addr}" for addr in answers.data)
+    return Report(text, {"updated": list(answers.data), "key": key, "value": value},
+                  answers.errors)
 
 
 async def consumer_progress(namesrv: str, group: str, topic: str | None) -> Report:
@@ -154,33 +140,6 @@ async def consumer_progress(namesrv: str, group: str, topic: str | None) -> Repo
                         ("Consumer Offset", "consumerOffset"), ("Diff", "diff")])
     return Report(f"{text}\n\nDiff Total: {diff}",
                   {"group": group, "offsetTable": rows, "diffTotal": diff}, errors)
-
-
-async def broker_lag(broker_addr: str) -> int:
-    """Messages the broker's subscription groups have still to consume: GET_CONSUME_STATS
-    diffs summed over every group it knows and every queue of each topic the group has
-    committed an offset on (a group that never consumed a topic is not waited for)."""
-    ok, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-    groups = sorted(_body(ok[0][1]).get("subscriptionGroupTable") or {})
-    total = 0
-    for group in groups:
-        stats, _ = await _per_broker([broker_addr], BrokerCode.GET_CONSUME_STATS,
-                                     {"consumerGroup": group})
-        # Every queue of a topic the group consumes counts, also those it never committed on.
-        for topic in sorted({r["topic"] for r in _body(stats[0][1]).get("offsetTable", [])}):
-            per_topic, _ = await _per_broker([broker_addr], BrokerCode.GET_CONSUME_STATS,
-                                             {"consumerGroup": group, "topic": topic})
-            total += sum(int(r["diff"]) for r in _body(per_topic[0][1]).get("offsetTable", []))
-    return total
-
-
-async def metadata_tables(broker_addr: str) -> dict[str, dict[str, Any]]:
-    """The broker's topic and subscription-group tables (what a slave copies from its
-    master), keyed ``topics`` and ``groups``."""
-    topics, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_TOPIC_CONFIG)
-    groups, _ = await _per_broker([broker_addr], BrokerCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-    return {"topics": dict(_body(topics[0][1]).get("topicConfigTable") or {}),
-            "groups": dict(_body(groups[0][1]).get("subscriptionGroupTable") or {})}
 
 
 async def write_perm(namesrv: str, broker_name: str, add: bool) -> Report:
@@ -261,10 +220,9 @@ async def dledger_status(broker_addr: str | None, cluster: str | None,
 
 async def dledger_transfer_leadership(broker_addr: str, peer_id: str) -> Report:
     """Ask the DLedger leader at ``broker_addr`` to hand leadership to ``peer_id``."""
-    transfer = DLedgerRequestCode.DLEDGER_TRANSFER_LEADERSHIP
-    ok, errors = await _per_broker([broker_addr], transfer, {"peerId": peer_id})
-    return Report("\n".join(resp.remark or "" for _, resp in ok),
-                  {"broker": broker_addr, "peerId": peer_id}, errors)
+    answers = await _asked(broker_ops.dledger_transfer_leadership(broker_addr, peer_id))
+    return Report("\n".join(answers.data.values()),
+                  {"broker": broker_addr, "peerId": peer_id}, answers.errors)
 
 
 async def clean_broker_metadata(controller: str, cluster: str | None, broker_name: str,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mqcluster.admin.commands import AdminError, fetch_epoch_caches
+from mqcluster.client.broker_ops import OpsError, epoch_caches
 
 from .epochs_plan import ReplicaEpochs
 
@@ -23,10 +23,10 @@ class AdminEpochsDriver:
     async def epochs(self, brokers: Sequence[str]) -> dict[str, ReplicaEpochs]:
         """getBrokerEpoch of each broker that answers."""
         try:
-            caches, _ = await fetch_epoch_caches(list(brokers))
-        except (AdminError, OSError, ValueError):
+            caches, _ = await epoch_caches(list(brokers))
+        except (OpsError, OSError, ValueError):
             return {}
-        return {c.broker_addr: ReplicaEpochs(
-                    tuple((e.epoch, e.start_offset, e.end_offset) for e in c.cache.epoch_list),
-                    c.cache.max_offset)
-                for c in caches}
+        return {addr: ReplicaEpochs(
+                    tuple((e.epoch, e.start_offset, e.end_offset) for e in cache.epoch_list),
+                    cache.max_offset)
+                for addr, cache in caches}

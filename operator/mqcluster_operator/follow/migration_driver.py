@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mqcluster.admin import ops
-from mqcluster.admin.commands import AdminError
+from mqcluster.client import broker_ops
+from mqcluster.client.broker_ops import OpsError
 
 from .epochs_driver import AdminEpochsDriver
 from .scaling_driver import AdminScalingDriver
@@ -39,24 +39,24 @@ class AdminDriver(AdminEpochsDriver, AdminScalingDriver):
     and GET_CONSUME_STATS for every subscription group."""
 
     async def set_writes(self, brokers: Sequence[str], on: bool) -> None:
-        report = await ops.update_broker_config(
+        report = await broker_ops.update_broker_config(
             list(brokers), "brokerPermission", READ_WRITE if on else READ_ONLY)
         if report.errors:
-            raise AdminError("; ".join(report.errors))
+            raise OpsError("; ".join(report.errors))
 
     async def lag(self, broker: str) -> int | None:
         try:
-            return await ops.broker_lag(broker)
-        except (AdminError, OSError, ValueError, KeyError):
+            return await broker_ops.broker_lag(broker)
+        except (OpsError, OSError, ValueError, KeyError):
             return None
 
     async def metadata_behind(self, leader: str, followers: Sequence[str]) -> list[str] | None:
         try:
-            want = await ops.metadata_tables(leader)
+            want = await broker_ops.metadata_tables(leader)
             behind = []
             for follower in followers:
-                if await ops.metadata_tables(follower) != want:
+                if await broker_ops.metadata_tables(follower) != want:
                     behind.append(follower)
             return behind
-        except (AdminError, OSError, ValueError, KeyError):
+        except (OpsError, OSError, ValueError, KeyError):
             return None

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mqcluster.admin import ops
-from mqcluster.admin.commands import AdminError
+from mqcluster.client import broker_ops
+from mqcluster.client.broker_ops import OpsError
 
 
 class RuntimeConfigDriver(Protocol):
@@ -32,9 +32,9 @@ class AdminRuntimeConfigDriver:
         errors: list[str] = []
         for key, value in sorted(changes.items()):
             try:
-                report = await ops.update_broker_config(
+                report = await broker_ops.update_broker_config(
                     [self.resolve(b) for b in brokers], key, value)
-            except (AdminError, OSError) as exc:
+            except (OpsError, OSError) as exc:
                 errors.append(str(exc))
                 continue
             errors.extend(report.errors)

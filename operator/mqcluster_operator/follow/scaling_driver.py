@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mqcluster.admin import ops
+from mqcluster.client.controller import ControllerClient
 from mqcluster.client.namesrv import NamesrvClient
 
 
@@ -26,8 +26,12 @@ class AdminScalingDriver:
                      broker_name: str, broker_ids: Sequence[int],
                      addresses: Sequence[str]) -> None:
         if broker_ids:
-            await ops.clean_broker_metadata(";".join(controllers), cluster, broker_name,
-                                            ";".join(str(i) for i in broker_ids), False)
+            controller = ControllerClient(list(controllers), timeout=3.0, retry_timeout=3.0)
+            try:
+                await controller.clean_broker_data(cluster, broker_name, list(broker_ids),
+                                                   clean_living_broker=False)
+            finally:
+                await controller.close()
         if namesrvs:
             client = NamesrvClient(list(namesrvs))
             try:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mqcluster.admin import ops
-from mqcluster.admin.commands import AdminError
+from mqcluster.client import broker_ops
+from mqcluster.client.broker_ops import OpsError
 
 from .runtime_config_driver import AdminRuntimeConfigDriver
 
@@ -23,7 +23,7 @@ class UpgradeDriver(Protocol):
 
     async def transfer_leadership(self, leader: str, peer_id: str) -> None:
         """Ask the DLedger leader at ``leader`` to hand over to ``peer_id``; raises
-        AdminError when it refuses."""
+        OpsError when it refuses."""
         ...
 
 
@@ -34,8 +34,8 @@ class AdminUpgradeDriver(AdminRuntimeConfigDriver):
     async def max_offsets(self, brokers: Sequence[str]) -> dict[str, int]:
         by_local = {self.resolve(b): b for b in brokers}
         try:
-            report = await ops.broker_status(list(by_local))
-        except (AdminError, OSError):
+            report = await broker_ops.runtime_info(list(by_local))
+        except (OpsError, OSError):
             return {}
         out = {}
         for local, table in report.data.items():
@@ -45,6 +45,6 @@ class AdminUpgradeDriver(AdminRuntimeConfigDriver):
         return out
 
     async def transfer_leadership(self, leader: str, peer_id: str) -> None:
-        report = await ops.dledger_transfer_leadership(self.resolve(leader), peer_id)
+        report = await broker_ops.dledger_transfer_leadership(self.resolve(leader), peer_id)
         if report.errors:
-            raise AdminError("; ".join(report.errors))
+            raise OpsError("; ".join(report.errors))
