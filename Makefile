@@ -28,6 +28,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy $(TYPED_PACKAGES)
+	$(VENV)/bin/lint-imports
 
 demo: setup
 	$(PY) -m mqcluster_operator.local.demo
