@@ -3,6 +3,7 @@ HPA when asked; the endpoint in status; what proxy.* refuses."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -117,3 +118,19 @@ def test_the_controller_plan_applies_the_tier_and_names_the_endpoint() -> None:
     off = plan_controller({**body, "spec": {}, "status": {"proxyEndpoint": "old:1"}},
                           "2026-01-01T00:00:00Z")
     assert off.status["proxyEndpoint"] is None  # cleared once disabled
+
+
+def test_a_local_cluster_runs_the_proxies_after_every_pod(tmp_path: Path) -> None:
+    from mqcluster_operator.local.plan import Manifests, plan
+
+    spec = ControllerSpec.model_validate({"replicas": 3, "deployment": "EmbeddedInNamesrv",
+                                          **ENABLED})
+    procs = plan(Manifests([(Owner("Controller", "ns", "local", "u"), spec)], []),
+                 "127.9.6", tmp_path)
+    assert [(p.name, p.kind) for p in procs][-2:] == [("ns-proxy-0", "proxy"),
+                                                      ("ns-proxy-1", "proxy")]
+    proxy = procs[-1]
+    assert proxy.module == "mqcluster.proxy.main"
+    assert proxy.props["controllerAddr"] == "127.9.6.1:9878;127.9.6.2:9878;127.9.6.3:9878"
+    assert proxy.props["namesrvAddr"] == "127.9.6.1:9876;127.9.6.2:9876;127.9.6.3:9876"
+    assert proxy.props["bindAddress"] == proxy.ip == "127.9.6.5"
