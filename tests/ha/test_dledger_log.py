@@ -275,3 +275,26 @@ def test_mqbroker_on_an_older_releases_log_stops_with_one_line(
     assert f"{old} is the DLedger log of an older release" in out, out
     assert "Traceback" not in out
     assert (old / ("1".zfill(20) + ".seg")).read_bytes() == b"entries of an older release"
+
+
+async def test_entries_whose_segment_retention_deleted_come_back_as_where_they_end(
+        tmp_path: Path) -> None:
+    """A restarted replica applies its log again from the start: an entry whose bytes
+    retention deleted (dispatched long ago) comes back without them, enough to apply
+    (the consume queues' limit never moves back), never mistaken for its messages."""
+    leader = Leader()
+    entries = [leader.entry(i, 1) for i in range(1, 13)]
+    end = region_end(entries[-1].data)
+    async with opened(tmp_path) as r:
+        r.log.append(entries)
+        r.store.confirm_to(end, True)
+        await r.store.wait_dispatched()
+        files = r.store._commitlog.files
+        assert files.delete_head(lambda seg: seg.limit <= SEGMENT, 1) == 1
+    async with opened(tmp_path) as r:
+        assert r.store.commitlog_min_offset == SEGMENT
+        back = r.log.entries(1)
+        gone = [e for e in back if region_start(e.data) < SEGMENT]  # (a blank there too)
+        assert gone and all(region_end(e.data) == region_start(e.data) for e in gone)
+        assert back[len(gone):] == entries[len(gone):]
+        assert r.store.confirm_offset == end

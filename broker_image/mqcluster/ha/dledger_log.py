@@ -56,6 +56,9 @@ class Commitlog(Protocol):
     @property
     def commitlog_max_offset(self) -> int: ...
 
+    @property
+    def commitlog_min_offset(self) -> int: ...
+
     def append_replicated(self, offset: int, data: bytes | memoryview,
                           batches: Sequence[BuiltBatch] | None = None) -> bool: ...
 
@@ -244,6 +247,10 @@ class DLedgerLog(DiskLog):
         if data[:1] == _WHOLE_TAG:
             return Entry(e.index, e.term, e.type, data[1:])
         _, start, length, crc = _REF.unpack_from(data)
+        if start < self._cl.commitlog_min_offset < self._cl.commitlog_max_offset:
+            # Retention deleted its segment (dispatched long ago): what a restart applies
+            # again needs only where it goes, and no follower can be sent it any more.
+            return Entry(e.index, e.term, e.type, encode_region(start, []))
         region = self._read(start, length)
         if region is None or crc32(region) != crc:
             raise CorruptLogError(self.log_dir, 0, f"entry {e.index}: its commitlog bytes "
