@@ -27,6 +27,8 @@ from mqcluster.protocol.broker import (
     SubscriptionGroupConfig,
     UpdateConsumerOffsetRequestHeader,
 )
+from mqcluster.protocol.controller import NotifyBrokerRoleChangedRequestHeader, request
+from mqcluster.protocol.controller import RequestCode as ControllerCode
 from mqcluster.protocol.messages import (
     CodecError,
     WireMessage,
@@ -245,6 +247,13 @@ class BrokerApi:
         body = cfg.model_dump_json().encode("utf-8")
         cmd = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
         await self.call(addr, cmd)
+
+    async def notify_role_changed(self, addr: str, header: NotifyBrokerRoleChangedRequestHeader,
+                                  body: bytes, timeout: float) -> None:
+        """NOTIFY_BROKER_ROLE_CHANGED (RIP-44): a controller tells a replica its group's
+        master and SyncStateSet; what the broker answers is not looked at."""
+        await self.rpc.invoke(
+            addr, request(ControllerCode.NOTIFY_BROKER_ROLE_CHANGED, header, body), timeout)
 
     async def runtime_info(self, addr: str) -> dict[str, str]:
         resp = await self.call(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mqcluster.client.broker_api import BrokerApi
 from mqcluster.common.wallclock import wall_ms
 from mqcluster.controller import watch
 from mqcluster.controller.config import ControllerConfig, format_peers
@@ -57,7 +58,6 @@ from mqcluster.protocol.controller import (
     code_name,
     decode_broker_names,
     not_leader_remark,
-    request,
     request_name,
     response,
 )
@@ -151,6 +151,7 @@ class ControllerService:
         self.server = RpcServer(_bind_host(host), port, self.registry,
                                 limits=config.server_limits())
         self.notify_rpc = RpcClient(connect_timeout=0.5)
+        self.brokers = BrokerApi(self.notify_rpc)
         self.metrics_server: MetricsServer | None = None
         self.recent_elections: deque[ElectionRecord] = deque(maxlen=64)
         self.elections_done = 0
@@ -643,12 +644,12 @@ class ControllerService:
         for bid, ident in info.brokers.items():
             if bid != sync.master_broker_id and not self.heartbeats.is_alive(group, bid, now):
                 continue
-            cmd = request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, header, body)
-            self._spawn(self._send_notify(ident.address, cmd))
+            self._spawn(self._send_notify(ident.address, header, body))
 
-    async def _send_notify(self, addr: str, cmd: RemotingCommand) -> None:
+    async def _send_notify(self, addr: str, header: NotifyBrokerRoleChangedRequestHeader,
+                           body: bytes) -> None:
         try:
-            await self.notify_rpc.invoke(addr, cmd, timeout=1.0)
+            await self.brokers.notify_role_changed(addr, header, body, timeout=1.0)
         except (RpcError, ValueError) as exc:
             log.info("role-change notification to %s failed: %s", addr, exc)
 
