@@ -2,17 +2,8 @@
 
 ``kopf run -m mqcluster_operator.handlers`` registers them in kopf's default
 registry; tests call ``register(registry)`` with their own registry and memo.
-Memo keys (all optional, filled with defaults at login/startup): ``api``
-(k8s.Api), ``probe_factory``, ``clock`` (returns RFC 3339 now),
-``follow_interval`` and ``reconcile_interval`` (seconds), ``poll_interval`` (seconds
-between two polls of a controller cluster, shared by all its BrokerGroups) and
-``hub`` (the ElectionHub doing those polls), ``reconciling`` (a semaphore: at most
-``MQCLUSTER_RECONCILE_CONCURRENCY`` reconciliations at once, so that the resync
-timers of many resources, which fire together, do not flood the API server and
-delay the election followers' relabels), ``readiness`` (readiness.Refresher: Ready
-recomputed when pods or StatefulSets change), ``reconciled`` (the reconciler's
-conditions as last written, by uid) and ``followers`` (the BrokerGroup followers by
-namespace and name, woken by their pods' readiness changes).
+What the handlers share is one typed ``state.OperatorState`` in kopf's memo, built
+at login/startup from the memo's optional entries (see ``state.py``).
 """
 
 from __future__ import annotations
@@ -20,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, MutableMapping
 from typing import Any
 
 import kopf
@@ -32,9 +22,8 @@ from .applied import AppliedCache
 from .events import build_event
 from .follow.controller import ControllerFollower
 from .follow.daemon import BrokerGroupFollower
-from .follow.election_poller import ElectionHub
-from .follow.election_probes import default_probe
 from .k8s import Api, ApiError, Ref, differs
+from .state import OperatorState, ensure_state, env_float
 from .views import IndexedReads, Reads
 from .write_backoff import REASON_REFUSED, WriteBackoff
 
@@ -42,71 +31,33 @@ CONTROLLERS = (names.GROUP, names.VERSION, "controllers")
 BROKERGROUPS = (names.GROUP, names.VERSION, "brokergroups")
 
 
-def utc_now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def operator_state(memo: MutableMapping[str, Any]) -> OperatorState:
+    """The handlers' shared state in kopf's ``memo`` (built on first use)."""
+    return ensure_state(memo, reconciling)
 
 
-def env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-def ensure_memo(memo: Any) -> None:
-    memo.setdefault("api", Api())
-    memo.setdefault("probe_factory", default_probe)
-    memo.setdefault("clock", utc_now)
-    memo.setdefault("follow_interval", env_float("MQCLUSTER_FOLLOW_INTERVAL_SECONDS", 2.0))
-    memo.setdefault("reconcile_interval", env_float("MQCLUSTER_RECONCILE_INTERVAL_SECONDS", 30.0))
-    memo.setdefault("poll_interval", env_float("MQCLUSTER_POLL_INTERVAL_SECONDS", 0.2))
-    if memo.get("applied") is None:
-        memo.applied = AppliedCache(env_float("MQCLUSTER_REAPPLY_SECONDS", 600.0))
-    if memo.get("reconciling") is None:
-        limit = int(env_float("MQCLUSTER_RECONCILE_CONCURRENCY", 4))
-        memo.reconciling = asyncio.Semaphore(max(1, limit))
-    if memo.get("reconciled") is None:
-        memo.reconciled = {}
-    if memo.get("followers") is None:
-        memo.followers = {}
-    if memo.get("readiness") is None:
-        memo.readiness = readiness.Refresher(memo.api, memo.clock, memo.reconciled,
-                                             lock=lambda body: reconciling(memo, body))
-        memo.readiness_seen = readiness.Tracker()
-    if memo.get("hub") is None:
-        memo.hub = ElectionHub(
-            memo.probe_factory, memo.poll_interval, health_interval=memo.follow_interval,
-            max_backoff=env_float("MQCLUSTER_POLL_MAX_BACKOFF_SECONDS", 5.0),
-        )
-
-
-async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     kopf_settings.configure(settings)
-    ensure_memo(memo)
+    operator_state(memo)
     metrics.serve(int(os.environ.get("MQCLUSTER_METRICS_PORT", "0") or 0))
 
 
-async def cleanup(memo: Any, **_: Any) -> None:
-    refresher = memo.get("readiness")
-    if refresher is not None:
-        await refresher.close()
-    hub = memo.get("hub")
-    if hub is not None:
-        await hub.close()
-    api = memo.get("api")
-    if api is not None:
-        await api.close()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    state = memo.get("state")
+    if isinstance(state, OperatorState):
+        await state.readiness.close()
+        await state.hub.close()
+        await state.api.close()
 
 
-def login(memo: Any, **kwargs: Any) -> kopf.ConnectionInfo | None:
-    ensure_memo(memo)
-    connect = memo.get("connect")
-    if connect is not None:
-        info: kopf.ConnectionInfo | None = connect(**kwargs)
+def login(memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    state = operator_state(memo)
+    if state.connect is not None:
+        info = state.connect(**kwargs)
     else:
         info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
     if info is not None:
-        memo.api.configure(info)
+        state.api.configure(info)
     return info
 
 
@@ -151,31 +102,31 @@ async def apply_objects(
 
 
 async def apply_outcome(
-    memo: Any, body: kopf.Body, outcome: reconcile.Outcome, patch: kopf.Patch, needs_master: bool,
-    reads: Reads,
+    state: OperatorState, body: kopf.Body, outcome: reconcile.Outcome, patch: kopf.Patch,
+    needs_master: bool, reads: Reads,
 ) -> None:
-    api: Api = memo.api
+    api = state.api
     status = dict(outcome.status)
-    refused = await apply_objects(api, outcome.objects, memo.get("applied"))
+    refused = await apply_objects(api, outcome.objects, state.applied)
     if refused is not None:
         reason, message = refused
         base = status.get("conditions", body.status.get("conditions") or [])
         status["conditions"] = conditions.set_condition(
-            base, "Applied", False, reason, message, memo.clock(), body.metadata.get("generation"))
+            base, "Applied", False, reason, message, state.clock(), body.metadata.get("generation"))
         before = conditions.get_condition(body.status.get("conditions") or [], "Applied") or {}
         if (before.get("status"), before.get("reason")) != ("False", reason):
             outcome = dataclasses.replace(outcome, event=("Warning", "ApplyFailed", message))
     elif outcome.objects:
         base = status.get("conditions", body.status.get("conditions") or [])
         status["conditions"] = conditions.set_condition(
-            base, "Applied", True, "Applied", "", memo.clock(), body.metadata.get("generation"))
+            base, "Applied", True, "Applied", "", state.clock(), body.metadata.get("generation"))
     if outcome.statefulset:
         ns = body.metadata.namespace or ""
         sts = await reads.get(Ref("apps/v1", "StatefulSet", ns, outcome.statefulset))
         selector = (((sts or {}).get("spec") or {}).get("selector") or {}).get("matchLabels")
         pods = await reads.list(Ref("v1", "Pod", ns), selector) if selector else None
         view = {**dict(body), "status": {**dict(body.status), **status}}
-        status.update(reconcile.readiness(view, sts, memo.clock(), needs_master, pods))
+        status.update(reconcile.readiness(view, sts, state.clock(), needs_master, pods))
     current: Any = body.status
     own = status.pop("conditions", None)
     if own is not None:
@@ -183,40 +134,42 @@ async def apply_outcome(
         if differs(own, conditions.RECONCILER.own(current.get("conditions") or [])):
             await api.write_status(Ref.of(body), {"conditions": own}, conditions.RECONCILER)
             # the readiness refresher starts from this, not from an index behind it
-            memo.setdefault("reconciled", {})[body.metadata.uid] = own
+            state.reconciled[body.metadata.uid] = own
     for key, value in status.items():
         if differs(value, current.get(key)):
             patch.status[key] = value
     if outcome.event:
-        await api.post_event(build_event(body, *outcome.event, memo.clock()))
+        await api.post_event(build_event(body, *outcome.event, state.clock()))
 
 
 @contextlib.asynccontextmanager
-async def reconciling(memo: Any, body: Mapping[str, Any]) -> AsyncIterator[None]:
+async def reconciling(state: OperatorState, body: Mapping[str, Any]) -> AsyncIterator[None]:
     """One reconciliation of an object at a time (kopf runs a resync timer beside the
-    create/update handlers of the same object), and at most ``memo.reconciling`` in all."""
-    locks: dict[str, asyncio.Lock] = memo.setdefault("object_locks", {})
+    create/update handlers of the same object), and at most ``state.reconciling`` in all."""
+    locks = state.object_locks
     meta = body["metadata"]
     key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
     lock = locks.setdefault(key, asyncio.Lock())
-    async with lock, memo.reconciling:
+    async with lock, state.reconciling:
         yield
 
 
 async def reconcile_controller(
-    body: kopf.Body, memo: Any, patch: kopf.Patch, **kwargs: Any
+    body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **kwargs: Any
 ) -> None:
-    async with reconciling(memo, body):
+    state = operator_state(memo)
+    async with reconciling(state, body):
         with metrics.reconcile_timer("Controller"):
-            outcome = reconcile.plan_controller(body, memo.clock())
-            await apply_outcome(memo, body, outcome, patch, needs_master=False,
+            outcome = reconcile.plan_controller(body, state.clock())
+            await apply_outcome(state, body, outcome, patch, needs_master=False,
                                 reads=IndexedReads(kwargs))
 
 
 async def reconcile_brokergroup(
-    body: kopf.Body, memo: Any, patch: kopf.Patch, **kwargs: Any
+    body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **kwargs: Any
 ) -> None:
-    async with reconciling(memo, body):
+    state = operator_state(memo)
+    async with reconciling(state, body):
         with metrics.reconcile_timer("BrokerGroup"):
             ref = reconcile.controller_ref(body)
             controller = None
@@ -224,22 +177,24 @@ async def reconcile_brokergroup(
                 controller = await IndexedReads(kwargs).get(
                     Ref(names.API_VERSION, "Controller", ref[0], ref[1])
                 )
-            outcome = reconcile.plan_brokergroup(body, controller, memo.clock())
-            await apply_outcome(memo, body, outcome, patch, needs_master=True,
+            outcome = reconcile.plan_brokergroup(body, controller, state.clock())
+            await apply_outcome(state, body, outcome, patch, needs_master=True,
                                 reads=IndexedReads(kwargs))
 
 
 async def follow_brokergroup(
-    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
+    body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
-    follower = BrokerGroupFollower(memo.api, memo.hub, memo.clock, logger, IndexedReads(kwargs),
-                                   memo.get("migration_driver"), memo.get("upgrade_driver"))
+    state = operator_state(memo)
+    follower = BrokerGroupFollower(state.api, state.hub, state.clock, logger,
+                                   IndexedReads(kwargs), state.migration_driver,
+                                   state.upgrade_driver)
     # the pods' watch (readiness.py) wakes the follower when a pod's readiness changes
     key = (body.metadata.namespace or "", body.metadata.name or "")
-    followers: dict[tuple[str, str], BrokerGroupFollower] = memo.setdefault("followers", {})
+    followers = state.followers
     followers[key] = follower
     try:
-        await run_follower(follower, body, memo.api, memo.clock, stopped, memo.follow_interval,
+        await run_follower(follower, body, state.api, state.clock, stopped, state.follow_interval,
                            WriteBackoff(), logger)
     finally:
         if followers.get(key) is follower:
@@ -271,9 +226,10 @@ async def run_follower(follower: Any, body: Mapping[str, Any], api: Any, clock: 
 
 
 async def follow_controller(
-    body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
+    body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: Any, **kwargs: Any
 ) -> None:
-    follower = ControllerFollower(memo.api, memo.probe_factory, memo.clock, logger,
+    state = operator_state(memo)
+    follower = ControllerFollower(state.api, state.probe_factory, state.clock, logger,
                                   IndexedReads(kwargs))
     try:
         while not stopped:
@@ -281,7 +237,7 @@ async def follow_controller(
                 await follower.step(body)
             except Exception as exc:
                 logger.warning("controller following failed: %s", exc)
-            await stopped.wait(memo.follow_interval)
+            await stopped.wait(state.follow_interval)
     finally:
         await follower.close()
 

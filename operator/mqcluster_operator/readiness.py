@@ -7,7 +7,7 @@ calls ``on_owner``. Each notes what readiness depends on and, when it changed, p
 owning resource: a ``Refresher`` coalesces the pokes of one resource (the three pods of a
 group starting together make one write) and writes Ready, Progressing, phase and
 readyReplicas when they differ. A change in a broker pod's readiness also wakes the
-group's election follower (``memo.followers``), which then polls the brokers quickly:
+group's election follower (``OperatorState.followers``), which then polls the brokers quickly:
 a killed master's pod turning NotReady is the moment a DLedger or master-slave group's
 election changes.
 """
@@ -18,13 +18,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 
 from . import conditions, names, reconcile
 from .k8s import Api, Ref, differs
 from .views import IndexedReads, Reads
+
+if TYPE_CHECKING:
+    from .state import OperatorState
 
 log = logging.getLogger(__name__)
 
@@ -200,44 +203,46 @@ def owner_of(body: Mapping[str, Any]) -> Key | None:
     return kind, str(meta.get("namespace", "")), str(instance)
 
 
-def _state(memo: Any) -> tuple[Refresher, Tracker] | None:
-    refresher = memo.get("readiness")
-    tracker = memo.get("readiness_seen")
-    if refresher is None or tracker is None:
-        return None
-    return refresher, tracker
+def _state(memo: Mapping[str, Any]) -> OperatorState | None:
+    """The handlers' state (``state.py``), once startup built it."""
+    from .state import OperatorState  # here: state.py imports this module
+
+    state = memo.get("state")
+    return state if isinstance(state, OperatorState) else None
 
 
-async def on_pod(body: kopf.Body, type: str | None, memo: Any, **kwargs: Any) -> None:
+async def on_pod(body: kopf.Body, type: str | None, memo: kopf.Memo, **kwargs: Any) -> None:
     state = _state(memo)
     owner = owner_of(body)
     if state is None or owner is None:
         return
-    refresher, tracker = state
+    refresher, tracker = state.readiness, state.readiness_seen
     if not tracker.changed("Pod", body, pod_signature(body, type)):
         return
     refresher.poke(owner, IndexedReads(kwargs))
-    follower = (memo.get("followers") or {}).get(owner[1:])
+    follower = state.followers.get(owner[1:])
     if owner[0] == "BrokerGroup" and follower is not None:
         follower.poke()
 
 
-async def on_statefulset(body: kopf.Body, type: str | None, memo: Any, **kwargs: Any) -> None:
+async def on_statefulset(body: kopf.Body, type: str | None, memo: kopf.Memo,
+                         **kwargs: Any) -> None:
     state = _state(memo)
     owner = owner_of(body)
     if state is None or owner is None:
         return
-    refresher, tracker = state
+    refresher, tracker = state.readiness, state.readiness_seen
     if tracker.changed("StatefulSet", body, statefulset_signature(body, type)):
         refresher.poke(owner, IndexedReads(kwargs))
 
 
 def on_owner(kind: str) -> Callable[..., Awaitable[None]]:
-    async def handler(body: kopf.Body, type: str | None, memo: Any, **kwargs: Any) -> None:
+    async def handler(body: kopf.Body, type: str | None, memo: kopf.Memo,
+                      **kwargs: Any) -> None:
         state = _state(memo)
         if state is None:
             return
-        refresher, tracker = state
+        refresher, tracker = state.readiness, state.readiness_seen
         if type == "DELETED":
             refresher.memory.pop((body.get("metadata") or {}).get("uid"), None)
         if tracker.changed(kind, body, owner_signature(body, type)) and type != "DELETED":

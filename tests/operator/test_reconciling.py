@@ -13,14 +13,14 @@ from mqcluster_operator.k8s import ApiError
 async def test_reconciliations_of_one_object_never_overlap() -> None:
     """The resync timer and an update handler of the same object take turns; other
     objects are not held up."""
-    memo = kopf.Memo(reconciling=asyncio.Semaphore(4))
+    state = handlers.operator_state(kopf.Memo(reconciling=asyncio.Semaphore(4)))
     first = kopf.Body({"metadata": {"uid": "u1", "namespace": "mq", "name": "a"}})
     other = kopf.Body({"metadata": {"uid": "u2", "namespace": "mq", "name": "b"}})
     inside: list[str] = []
     release = asyncio.Event()
 
     async def reconcile(body: kopf.Body, tag: str) -> None:
-        async with handlers.reconciling(memo, body):
+        async with handlers.reconciling(state, body):
             inside.append(tag)
             await release.wait()
 
