@@ -153,7 +153,7 @@ class FrameFuzzer:
     # ------------------------------------------------------------------ HA
 
     def ha(self) -> bytes:
-        """Handshake, ack and transfer layouts (``mqcluster.ha.protocol``), extreme values."""
+        """Handshake, ack and transfer layouts (``mqcluster.protocol.ha``), extreme values."""
         def i32() -> int:
             return self.rng.choice((0, 1, 2, 3, 4, -1, 2**31 - 1, -(2**31)))
 

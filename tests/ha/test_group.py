@@ -18,7 +18,7 @@ from mqcluster.admin.commands import fetch_epoch_caches, get_sync_state_set
 from mqcluster.admin.ops import clean_broker_metadata
 from mqcluster.broker.replicas_manager import ReplicasManager
 from mqcluster.ha import master as master_module
-from mqcluster.ha.protocol import HAProtocolError, MasterHandshake, Transfer
+from mqcluster.protocol.ha import HAProtocolError, MasterHandshake, Transfer
 from mqcluster.store.epoch_file import EpochFileCache
 from mqcluster.store.message import MessageRecord, PutStatus
 from mqcluster.store.subscription_group import SubscriptionGroupConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mqcluster.ha.protocol import MasterFrameDecoder, MasterHandshake, SlaveAck, SlaveHandshake
+from mqcluster.protocol.ha import MasterFrameDecoder, MasterHandshake, SlaveAck, SlaveHandshake
 from mqcluster.store.message import PutStatus
 from mqcluster_testing.ha.group import GroupHarness
 

@@ -4,7 +4,7 @@ GET_BROKER_EPOCH_CACHE answer and the sync point."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqcluster.protocol.controller import EpochEntryCache, ProtocolError
@@ -13,6 +13,7 @@ from mqcluster.protocol.epochs import OPEN_END, EpochEntry, EpochFileError, deco
 starts = st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**62)), max_size=20)
 
 
+@settings(deadline=None, derandomize=True)
 @given(starts)
 def test_the_epoch_file_text_round_trips(pairs: list[tuple[int, int]]) -> None:
     assert decode(encode([EpochEntry(e, s) for e, s in pairs])) == pairs

@@ -24,7 +24,10 @@ from typing import cast
 
 from mqcluster.common.pulse import Pulse
 from mqcluster.ha.ack_waiters import AckWaiters
-from mqcluster.ha.protocol import (
+from mqcluster.ha.replica_hosts import ReplicaHosts
+from mqcluster.ha.sync_state import SyncStateView
+from mqcluster.protocol.epochs import OPEN_END
+from mqcluster.protocol.ha import (
     HAProtocolError,
     MasterHandshake,
     SlaveAck,
@@ -32,9 +35,6 @@ from mqcluster.ha.protocol import (
     SlaveHandshake,
     Transfer,
 )
-from mqcluster.ha.replica_hosts import ReplicaHosts
-from mqcluster.ha.sync_state import SyncStateView
-from mqcluster.protocol.epochs import OPEN_END
 from mqcluster.raft.peers import normal_ip
 from mqcluster.store.api import MessageStore
 from mqcluster.store.epoch_file import EpochFileCache

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from mqcluster.ha.protocol import (
+from mqcluster.protocol.ha import (
     HAProtocolError,
     HAState,
     MasterFrameDecoder,

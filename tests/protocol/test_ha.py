@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from mqcluster.ha.protocol import (
+from mqcluster.protocol.ha import (
     HAProtocolError,
     HAState,
     MasterFrameDecoder,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqcluster.common.javaints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from mqcluster.ha.protocol import (
+from mqcluster.protocol.ha import (
     HAProtocolError,
     HAState,
     MasterFrameDecoder,
