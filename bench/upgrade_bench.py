@@ -1,7 +1,7 @@
 """Rolling upgrade benchmark: client-visible write unavailability while a 3-replica
 controller-mode group is upgraded (``spec.version`` changed) with a producer running.
 
-The scenario of ``tests/operator/test_upgrade_full_loop.py`` (``upgrade_scenario``):
+The scenario of ``tests/operator/follow/test_upgrade_full_loop.py`` (``upgrade_scenario``):
 kopf against the Kubernetes API emulator, the StatefulSets run as real ``mqnamesrv``
 (controller embedded) and ``mqbroker`` processes, allAckInSyncStateSet; then the same
 for a DLedger group (leadership transfer instead of the controller's electMaster). The figure is

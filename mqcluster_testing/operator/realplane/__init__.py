@@ -29,7 +29,7 @@ Fixtures (registered in tests/operator/conftest.py; ask for them by name):
 
 The operator in-process (kopf in its own thread, short intervals, fake or resolving
 probes) against the real API server: ``kopf_harness.running_operator(cluster=
-cluster.real_cluster(kube, node_agent.mirror), ...)`` (see test_migration_full_loop.py's
+cluster.real_cluster(kube, node_agent.mirror), ...)`` (see follow/test_migration_full_loop.py's
 ``running_loop``); as the chart runs it (``kopf run`` with the Deployment's args, a token
 of the chart's ServiceAccount): test_chart_operator_real.py.
 

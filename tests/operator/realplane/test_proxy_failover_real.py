@@ -30,7 +30,7 @@ from mqcluster_testing.operator.realplane.node_agent import NodeAgent
 from tests.broker.grpc.client_util import client_config
 from tests.ha.test_processes import TOPIC, History, produce, wait_acks
 
-from ..test_migration_full_loop import Loop, running_loop
+from ..follow.test_migration_full_loop import Loop, running_loop
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
