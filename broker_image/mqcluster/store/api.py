@@ -416,31 +416,6 @@ class MessageStore:
         self._appended(caught_up)
         return BatchPutResult(PutStatus.PUT_OK, first, offsets, enc.sizes, now_ms)
 
-    def append_built_batch(self, built: BuiltBatch,
-                           dispatch_now: bool = True) -> BatchPutResult | None:
-        """Write a batch whose records were encoded ahead (``store.built``), or None
-        (nothing written) when this commitlog is not where they were placed.
-        ``dispatch_now=False``: nobody waits for its consume-queue entries, which the
-        dispatcher then adds for many appends at once."""
-        results = self.append_built_group([built], dispatch_now)
-        return None if results is None else results[0]
-
-    def append_built_group(self, builts: Sequence[BuiltBatch],
-                           dispatch_now: bool = True) -> list[BatchPutResult] | None:
-        """Batches encoded ahead one after another, written with one write, or None
-        (nothing written) when they are not where they were placed or do not follow
-        each other (``append_built_batch`` for the rest)."""
-        caught_up = dispatch_now and self._dispatch_caught_up()
-        try:
-            offsets = self._commitlog.append_built_group(builts)
-        except OSError as exc:
-            return [BatchPutResult(PutStatus.UNKNOWN_ERROR, remark=str(exc)) for _ in builts]
-        if offsets is None:
-            return None
-        self._appended(caught_up)
-        return [BatchPutResult(PutStatus.PUT_OK, b.first_queue_offset, o, b.sizes,
-                               b.store_timestamp) for b, o in zip(builts, offsets, strict=True)]
-
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the commitlog's next message of that queue gets."""
         return self._commitlog.next_queue_offset(topic, queue_id)

@@ -12,7 +12,7 @@ from itertools import accumulate
 
 from mqcluster.store import codec
 from mqcluster.store.batch import EncodedBatch, encode_records
-from mqcluster.store.built import BuiltBatch, placement
+from mqcluster.store.built import BuiltBatch
 from mqcluster.store.codec import (
     END_FILE_MIN_BLANK_LENGTH,
     NO_QUEUE_OFFSET_TYPES,
@@ -259,51 +259,6 @@ class CommitLog:
         self.last_store_timestamp = store_timestamp
         self._table_scanned_to = self.max_offset
         self._remember(AppendedBatch(batch_start, self.max_offset, [], store_timestamp, [run]))
-
-    def append_built_group(self, builts: Sequence[BuiltBatch]) -> list[list[int]] | None:
-        """Write batches encoded ahead one right after another (a DLedger entry's
-        sections) with one write, if this commitlog is where the first was placed and
-        each of the others follows the one before it, at its queue's next offset;
-        returns each batch's record offsets. None (nothing written) otherwise: a batch
-        alone is then not where it was placed, and several are written one by one."""
-        self._catch_up_queue_offsets()
-        batch_start = self.max_offset
-        first, size = builts[0], self.segment_size
-        if placement(batch_start, len(first.records), size) != first.start:
-            return None
-        queue_offsets = self.queue_offsets
-        after: dict[QueueKey, int] = {}
-        end = first.start
-        for b in builts:
-            key = (b.topic, b.queue_id)
-            if b.start != end or b.first_queue_offset != after.get(key, queue_offsets.get(key, 0)):
-                return None
-            after[key] = b.first_queue_offset + len(b.sizes)
-            end = b.end
-        if end + END_FILE_MIN_BLANK_LENGTH > first.start - first.start % size + size:
-            return None  # (placement keeps each batch inside one segment; so must they all)
-        try:
-            seg = self.files.writable_segment(batch_start)
-            if first.start != batch_start:
-                seg.append(codec.encode_blank(seg.size - seg.write_pos))
-                seg.write_pos = seg.size  # the blank record covers the rest of the file
-                seg = self.files.create(seg.limit)
-            seg.append_parts([b.records for b in builts])
-        except OSError:
-            self._roll_back(batch_start, {})  # (queue offsets are set only after the write)
-            raise
-        queue_offsets.update(after)
-        offsets = []
-        start = batch_start
-        for b in builts:
-            run = QueueRun(b.topic, b.queue_id, b.first_queue_offset, b.offsets, b.sizes,
-                           b.tags_codes)
-            self._remember(AppendedBatch(start, b.end, [], b.store_timestamp, [run]))
-            offsets.append(run.offsets)
-            start = b.end
-        self.last_store_timestamp = builts[-1].store_timestamp
-        self._table_scanned_to = self.max_offset
-        return offsets
 
     def _append(self, batch: Sequence[EncodedParts], store_timestamp: int,
                 touched: dict[QueueKey, int | None]) -> list[Appended]:
