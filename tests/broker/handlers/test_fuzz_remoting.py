@@ -1,5 +1,5 @@
 """Property-based fuzzing of the remoting requests the broker accepts and of the
-message codecs (``broker.remoting_codec``): any header values answer a response code,
+message codecs (``protocol.messages``): any header values answer a response code,
 never SYSTEM_ERROR or an exception; bad values change nothing on disk; a message the
 broker stores reads back with the properties it was sent with."""
 
