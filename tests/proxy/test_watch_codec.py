@@ -1,5 +1,5 @@
-"""WATCH_MASTERS (protocol/controller_watch.py, controller/watch.py): what a proxy sends, when the answer is due,
-what it says, and bodies that are refused."""
+"""WATCH_MASTERS (protocol/controller_watch.py, controller/watch.py): what a proxy
+sends, when the answer is due, what it says, and bodies that are refused."""
 
 from __future__ import annotations
 
