@@ -142,7 +142,7 @@ async def test_mqadmin_shows_each_replicas_term_role_commit_and_ledger_end(
     assert "LedgerEnd" in report.text and "LEADER" in report.text
     leader_row = next(r for r in rows if r["role"] == "LEADER")
     assert leader_row["proposedBuilt"] + leader_row["proposedOther"] >= 1  # the put above
-    assert "BuiltEntries" in report.text and "EncodedAgain" in report.text
+    assert "Batches" in report.text and "SingleEntries" in report.text
 
 
 async def test_a_producer_batch_is_one_entry_stored_alike_on_every_replica(

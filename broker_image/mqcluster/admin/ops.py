@@ -213,8 +213,7 @@ async def dledger_status(broker_addr: str | None, cluster: str | None,
     text = table(rows, [("Broker", "broker"), ("Peer", "id"), ("Role", "role"),
                         ("Term", "term"), ("Leader", "leader"), ("CommitIndex", "commitIndex"),
                         ("LedgerEnd", "lastIndex"), ("Applied", "appliedIndex"),
-                        ("BuiltEntries", "proposedBuilt"), ("OtherEntries", "proposedOther"),
-                        ("EncodedAgain", "rebuilt")])
+                        ("Batches", "proposedBuilt"), ("SingleEntries", "proposedOther")])
     return Report(text, {"replicas": rows}, errors)
 
 
