@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mqcluster.auth.credentials import Credentials
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import ClientError
 from mqcluster.client.namesrv import NamesrvClient, NamesrvError
@@ -22,10 +23,11 @@ class AdminClient:
         namesrv_addr: str | None = None,
         broker_addr: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        credentials: Credentials | None = None,
     ) -> None:
         if not namesrv_addr and not broker_addr:
             raise ValueError("give namesrv_addr or broker_addr")
-        self.api = BrokerApi(timeout=timeout)
+        self.api = BrokerApi(timeout=timeout, credentials=credentials)
         self.namesrv = NamesrvClient(namesrv_addr, rpc=self.api.rpc) if namesrv_addr else None
         self.broker_addr = broker_addr
 

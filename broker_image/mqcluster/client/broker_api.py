@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
+from mqcluster.auth.credentials import Credentials
+from mqcluster.client.credentials import signer_of
 from mqcluster.client.errors import BrokerError, ClientError
 from mqcluster.client.message import PullResult, PullStatus
 from mqcluster.client.send_header import send_header_v1, send_response, send_v2_frame
@@ -52,8 +54,10 @@ _PULL_STATUS = {
 
 
 class BrokerApi:
-    def __init__(self, rpc: RpcClient | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.rpc = rpc or RpcClient()
+    def __init__(self, rpc: RpcClient | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 credentials: Credentials | None = None) -> None:
+        """``credentials`` sign every request (ACL 2.0) of the client made here."""
+        self.rpc = rpc or RpcClient(signer=signer_of(credentials))
         self._owns_rpc = rpc is None
         self.timeout = timeout
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mqcluster.auth.credentials import Credentials
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.message import MessageQueue, PullResult
 from mqcluster.client.route import RouteResolver
@@ -25,9 +26,10 @@ class PullConsumer:
         namesrv_addr: str | None = None,
         broker_addr: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        credentials: Credentials | None = None,
     ) -> None:
         self.group = group
-        self.api = BrokerApi(timeout=timeout)
+        self.api = BrokerApi(timeout=timeout, credentials=credentials)
         self.routes = RouteResolver(self.api, namesrv_addr=namesrv_addr, broker_addr=broker_addr)
         self.positions: dict[MessageQueue, int] = {}
         self._committed: dict[MessageQueue, int] = {}

@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 
+from mqcluster.auth.credentials import Credentials
 from mqcluster.client.accumulator import SendAccumulator
 from mqcluster.client.broker_api import DEFAULT_TIMEOUT, BrokerApi
 from mqcluster.client.errors import BrokerError, ClientError
@@ -59,11 +60,12 @@ class Producer:
         retries: int = 2,
         default_queue_nums: int = 4,
         auto_batch: bool = False,
+        credentials: Credentials | None = None,
     ) -> None:
         self.group = group
         self.retries = retries
         self.default_queue_nums = default_queue_nums
-        self.api = BrokerApi(timeout=timeout)
+        self.api = BrokerApi(timeout=timeout, credentials=credentials)
         self.routes = RouteResolver(
             self.api,
             namesrv_addr=namesrv_addr,
