@@ -18,6 +18,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from mqcluster.auth.credentials import credentials_of
 from mqcluster.common.config import ConfigError, load_config
 from mqcluster.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from mqcluster.wire.server_keys import ServerLimitKeys
@@ -34,6 +35,10 @@ FRAME_OVERHEAD = 64 * 1024
 _ADDR_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 # the id ends at the first "-", as DLedger reads it: pod DNS names carry "-" too
 _PEER_RE = re.compile(r"^([A-Za-z0-9_]+)-([A-Za-z0-9_.\-\[\]:]+:\d{1,5})$")
+
+
+SECRET_KEYS = frozenset({"initAuthenticationUser", "innerClientAuthenticationCredentials"})
+"""Keys holding passwords: never answered to GET_BROKER_CONFIG in clear."""
 
 
 class BrokerRole(StrEnum):
@@ -114,6 +119,14 @@ class BrokerConfig(ServerLimitKeys):
     brokerNotActiveTimeoutMillis: PositiveInt = 120000
     registerBrokerTimeoutMills: PositiveInt = 6000
 
+    # ACL 2.0 (RocketMQ 5.3's keys): users and policies are read from config/acl.json
+    # in the store; the two JSON keys are {"username": ..., "password": ...}
+    authenticationEnabled: bool = False
+    authorizationEnabled: bool = False
+    initAuthenticationUser: str | None = None
+    innerClientAuthenticationCredentials: str | None = None
+    authenticationDateTimeToleranceSeconds: PositiveInt = 900
+
     # store
     storePathRootDir: str = Field(default_factory=_default_store_root, min_length=1)
     storePathCommitLog: str | None = None
@@ -193,6 +206,13 @@ class BrokerConfig(ServerLimitKeys):
     @classmethod
     def _peers(cls, value: str | None) -> str | None:
         parse_dledger_peers(value)
+        return value
+
+    @field_validator("initAuthenticationUser", "innerClientAuthenticationCredentials")
+    @classmethod
+    def _credentials(cls, value: str | None) -> str | None:
+        if value:
+            credentials_of(value)
         return value
 
     @field_validator("deleteWhen")

@@ -17,6 +17,8 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 from rocketmq.grpc_protocol import service_pb2 as spb
 
+from mqcluster.auth.guard import Denied, Guard
+from mqcluster.broker.acl_gate import check_grpc, guard_of
 from mqcluster.broker.context import ReplicaRole
 from mqcluster.broker.grpc import convert
 from mqcluster.broker.grpc.forward import ForwardingHandler, MasterChannels
@@ -52,6 +54,23 @@ def call_info(context: Context) -> CallInfo:
                     context.time_remaining())
 
 
+def _check(guard: Guard | None, method: str, req: Message | None, context: Context) -> None:
+    """Authenticate and authorize one call (ACL 2.0) before anything is done for it:
+    an unknown caller gets UNAUTHORIZED, a known one without the right FORBIDDEN."""
+    if guard is None:
+        return
+    md = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+    try:
+        check_grpc(guard, method, req, md, context.peer() or "")
+    except Denied as exc:
+        code = Code.FORBIDDEN if exc.authenticated else Code.UNAUTHORIZED
+        raise MessagingError(code, str(exc)) from None
+
+
+def _rpc_name(req_type: type[Message]) -> str:
+    return str(req_type.DESCRIPTOR.name).removesuffix("Request")
+
+
 def _parse(req_type: type[Req], raw: bytes) -> Req:
     try:
         return cast(Req, req_type.FromString(raw))
@@ -70,12 +89,16 @@ def _failure(exc: BaseException, method: str) -> MessagingError:
 
 
 def unary(req_type: type[Req], resp_type: type[Resp],
-          fn: Callable[[Req, CallInfo], Awaitable[Resp]]) -> grpc.RpcMethodHandler:
+          fn: Callable[[Req, CallInfo], Awaitable[Resp]],
+          guard: Guard | None = None) -> grpc.RpcMethodHandler:
     method = req_type.DESCRIPTOR.name
+    rpc = _rpc_name(req_type)
 
     async def handle(raw: bytes, context: Context) -> Resp:
         try:
-            return await fn(_parse(req_type, raw), call_info(context))
+            req = _parse(req_type, raw)
+            _check(guard, rpc, req, context)
+            return await fn(req, call_info(context))
         except Exception as exc:
             return cast(Resp, resp_type(status=convert.error_status(_failure(exc, method))))
 
@@ -84,12 +107,16 @@ def unary(req_type: type[Req], resp_type: type[Resp],
 
 
 def server_stream(req_type: type[Req], resp_type: type[Resp],
-                  fn: Callable[[Req, CallInfo], AsyncIterator[Resp]]) -> grpc.RpcMethodHandler:
+                  fn: Callable[[Req, CallInfo], AsyncIterator[Resp]],
+                  guard: Guard | None = None) -> grpc.RpcMethodHandler:
     method = req_type.DESCRIPTOR.name
+    rpc = _rpc_name(req_type)
 
     async def handle(raw: bytes, context: Context) -> AsyncIterator[Resp]:
         try:
-            async for item in fn(_parse(req_type, raw), call_info(context)):
+            req = _parse(req_type, raw)
+            _check(guard, rpc, req, context)
+            async for item in fn(req, call_info(context)):
                 yield item
         except Exception as exc:
             yield resp_type(status=convert.error_status(_failure(exc, method)))
@@ -98,10 +125,30 @@ def server_stream(req_type: type[Req], resp_type: type[Resp],
         handle, response_serializer=resp_type.SerializeToString)
 
 
-def build_handler(servicer: MessagingServicer) -> grpc.GenericRpcHandler:
+_unary_handler = unary
+_stream_handler = server_stream
+
+
+def build_handler(servicer: MessagingServicer,
+                  guard: Guard | None = None) -> grpc.GenericRpcHandler:
+    """Every method; with a ``guard``, each call is authenticated and authorized first."""
     s = servicer
 
+    def unary(req_type: type[Req], resp_type: type[Resp],
+              fn: Callable[[Req, CallInfo], Awaitable[Resp]]) -> grpc.RpcMethodHandler:
+        return _unary_handler(req_type, resp_type, fn, guard)
+
+    def server_stream(req_type: type[Req], resp_type: type[Resp],
+                      fn: Callable[[Req, CallInfo], AsyncIterator[Resp]]
+                      ) -> grpc.RpcMethodHandler:
+        return _stream_handler(req_type, resp_type, fn, guard)
+
     async def telemetry(frames: AsyncIterator[bytes], context: Context) -> AsyncIterator[Any]:
+        try:
+            _check(guard, "Telemetry", None, context)
+        except MessagingError as exc:
+            yield spb.TelemetryCommand(status=convert.error_status(exc))
+            return
         async for cmd in TelemetrySession(s.service, call_info(context).client_id).run(frames):
             yield cmd
 
@@ -242,7 +289,7 @@ async def start_grpc_server(ctx: MessagingHost, host: str, port: int, *,
             service.catalog, cfg.brokerName, 0 if replicated(ctx) else cfg.brokerId,
             parse_address(advertised) if advertised else None, write_wiped=wiped)
         servicer = MessagingServicer(service, routes, TrafficObserver(ctx.metrics))
-        handler = build_handler(servicer)
+        handler = build_handler(servicer, guard_of(ctx.config))
         channels: MasterChannels | None = None
         role = getattr(ctx, "role", None)
         if isinstance(role, ReplicaRole) and replicated(ctx):

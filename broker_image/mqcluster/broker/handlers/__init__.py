@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mqcluster.broker.acl_gate import guard_of, remoting_gate
 from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.handlers.admin import AdminHandlers
 from mqcluster.broker.handlers.offsets import OffsetHandlers
@@ -31,4 +32,7 @@ def build_registry(
     AdminHandlers(ctx, topics).register(registry)
     SyncHandlers(ctx).register(registry)
     OpsHandlers(ctx).register(registry)
+    guard = guard_of(ctx.config)
+    if guard is not None:
+        registry.gate = remoting_gate(guard, ctx.config.brokerClusterName)
     return registry

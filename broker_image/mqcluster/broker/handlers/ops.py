@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mqcluster.broker.config import SECRET_KEYS
 from mqcluster.broker.context import BrokerContext
 from mqcluster.common.config import parse_properties
 from mqcluster.common.javaints import INT64_MAX
@@ -45,6 +46,9 @@ class OpsHandlers:
 
     async def get_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         values = self.ctx.config.model_dump(mode="json")
+        for key in SECRET_KEYS & values.keys():
+            if values[key]:
+                values[key] = "******"
         text = "".join(f"{k}={'' if v is None else v}\n" for k, v in sorted(values.items()))
         return cmd.response(body=text.encode("utf-8"))
 
