@@ -31,6 +31,7 @@ from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
 from mqcluster_testing.broker.procs import BrokerProc, start_broker
 from tests.broker.grpc.client_util import give_thread_an_event_loop, new_message
+from tests.namesrv.helpers import mqadmin
 
 ROOT = Creds("root", "root-secret")
 ALICE = Creds("alice", "alice-secret")
@@ -250,3 +251,16 @@ async def test_a_forged_signature_on_remoting_is_refused(broker: BrokerProc) -> 
     resp = await remoting(broker, cmd, None)
     assert resp.code == BrokerResponseCode.NO_PERMISSION
     assert "signature of user 'ops' does not match" in (resp.remark or "")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_mqadmin_signs_with_its_credentials(broker: BrokerProc) -> None:
+    args = ("updateTopic", "-b", broker.addr, "-t", "ops-cli", "-r", "1", "-w", "1")
+    rc, out, err = await mqadmin(*args)
+    assert rc != 0 and "code 16" in out + err and "carries no AccessKey" in out + err
+    rc, out, err = await mqadmin(*args, "--accessKey", "alice", "--secretKey", "alice-secret")
+    assert rc != 0 and "no right Create on Topic:ops-cli" in out + err
+    rc, out, err = await mqadmin(*args, "--accessKey", "ops", "--secretKey", "ops-secret")
+    assert rc == 0, out + err
+    async with AdminClient(broker_addr=broker.addr, credentials=ROOT) as admin:
+        assert "ops-cli" in await admin.topic_configs()

@@ -52,5 +52,5 @@ def test_the_acl_file_is_reread_when_it_changes_and_a_bad_edit_keeps_the_last(
 def test_an_unreadable_acl_file_at_start_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "acl.json"
     path.write_text(json.dumps({"users": [{"username": "a"}]}))
-    with pytest.raises(AclError, match="acl.json.*password"):
+    with pytest.raises(AclError, match=r"acl\.json.*password"):
         AclFile(path)

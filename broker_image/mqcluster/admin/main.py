@@ -15,7 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from mqcluster.admin import commands, ops
 from mqcluster.admin.commands import AdminError, Report
 from mqcluster.admin.format import dump_json
+from mqcluster.auth.credentials import Credentials
+from mqcluster.client.credentials import remoting_signer
 from mqcluster.protocol.broker import CreateTopicRequestHeader
+from mqcluster.wire.rpc import RpcClient
 
 Runner = Callable[[argparse.Namespace], Awaitable[Report]]
 
@@ -239,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-n", "--namesrvAddr", help="name server address list, eg '127.0.0.1:9876;127.0.0.2:9876'"
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_argument("--accessKey", help="ACL 2.0 user (access key) that signs every request")
+    common.add_argument("--secretKey", help="the user's secret key (password)")
 
     p = argparse.ArgumentParser(prog="mqadmin", description="mqcluster admin tool")
     sub = p.add_subparsers(dest="command", required=True, metavar="<command>")
@@ -327,7 +332,12 @@ def _error(command: str, message: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if bool(args.accessKey) != bool(args.secretKey):
+        parser.error("--accessKey and --secretKey go together")
+    if args.accessKey:
+        RpcClient.process_signer = remoting_signer(Credentials(args.accessKey, args.secretKey))
     try:
         code = asyncio.run(run(args))
     except AdminError as exc:

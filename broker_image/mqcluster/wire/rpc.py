@@ -32,7 +32,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, ClassVar
 
 from mqcluster.wire.budget import ByteBudget
 from mqcluster.wire.coalesce import CoalescingWriter
@@ -558,6 +558,10 @@ def split_addr(addr: str) -> tuple[str, int]:
 class RpcClient:
     """Keeps one connection per address, reconnecting on demand."""
 
+    process_signer: ClassVar[Callable[[RemotingCommand], None] | None] = None
+    """The signer of clients made without one: set once by a one-shot tool (mqadmin
+    with credentials), so every client it makes signs."""
+
     def __init__(
         self,
         registry: HandlerRegistry | None = None,
@@ -569,7 +573,7 @@ class RpcClient:
         """``signer`` is given every request before it leaves (RocketMQ's RPC hook:
         it adds the credentials' ext fields)."""
         self.registry = registry or HandlerRegistry()
-        self.signer = signer
+        self.signer = signer or RpcClient.process_signer
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
         self._conns: dict[str, Connection] = {}
