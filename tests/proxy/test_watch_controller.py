@@ -83,3 +83,25 @@ async def test_a_malformed_watch_is_refused_naming_the_field(
     finally:
         await client.close()
     assert resp.code != 0 and "'known'" in (resp.remark or "")
+
+
+async def test_watches_past_the_limit_are_refused_busy(
+        controllers: LocalControllerCluster) -> None:
+    from mqcluster.controller.watch import MAX_WATCHERS
+
+    body = watch.encode_request({}, HELD_MS)
+    clients = [ControllerClient(controllers.controller_addr, retry_timeout=10)
+               for _ in range(4)]
+    try:
+        # no group is known and none exists: nothing differs, so every watch is held
+        held = [asyncio.ensure_future(ask(clients[i % 4], body))
+                for i in range(MAX_WATCHERS)]
+        await asyncio.sleep(1.0)
+        assert not any(h.done() for h in held)  # every one of them is held
+        extra = await ask(clients[0], body)
+        assert extra.code != 0 and "too many master watches" in (extra.remark or "")
+        for h in held:
+            h.cancel()
+    finally:
+        for c in clients:
+            await c.close()
