@@ -18,7 +18,8 @@ from google.protobuf.message import DecodeError, Message
 from rocketmq.grpc_protocol import service_pb2 as spb
 
 from mqcluster.auth.guard import Denied, Guard
-from mqcluster.broker.acl_gate import check_grpc, guard_of
+from mqcluster.auth.model import User
+from mqcluster.broker.acl_gate import check_grpc, guard_of, host_of
 from mqcluster.broker.context import ReplicaRole
 from mqcluster.broker.grpc import convert
 from mqcluster.broker.grpc.forward import ForwardingHandler, MasterChannels
@@ -48,20 +49,25 @@ Resp = TypeVar("Resp", bound=Message)
 Context: TypeAlias = Any
 
 
-def call_info(context: Context) -> CallInfo:
+def call_info(context: Context, user: User | None = None,
+              guard: Guard | None = None) -> CallInfo:
     md = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+    if guard is None:
+        return CallInfo(md.get(CLIENT_ID_HEADER, ""), md.get(NAMESPACE_HEADER, ""),
+                        context.time_remaining())
     return CallInfo(md.get(CLIENT_ID_HEADER, ""), md.get(NAMESPACE_HEADER, ""),
-                    context.time_remaining())
+                    context.time_remaining(), user, guard, host_of(context.peer() or ""))
 
 
-def _check(guard: Guard | None, method: str, req: Message | None, context: Context) -> None:
+def _check(guard: Guard | None, method: str, req: Message | None,
+           context: Context) -> User | None:
     """Authenticate and authorize one call (ACL 2.0) before anything is done for it:
     an unknown caller gets UNAUTHORIZED, a known one without the right FORBIDDEN."""
     if guard is None:
-        return
+        return None
     md = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
     try:
-        check_grpc(guard, method, req, md, context.peer() or "")
+        return check_grpc(guard, method, req, md, context.peer() or "")
     except Denied as exc:
         code = Code.FORBIDDEN if exc.authenticated else Code.UNAUTHORIZED
         raise MessagingError(code, str(exc)) from None
@@ -97,8 +103,8 @@ def unary(req_type: type[Req], resp_type: type[Resp],
     async def handle(raw: bytes, context: Context) -> Resp:
         try:
             req = _parse(req_type, raw)
-            _check(guard, rpc, req, context)
-            return await fn(req, call_info(context))
+            user = _check(guard, rpc, req, context)
+            return await fn(req, call_info(context, user, guard))
         except Exception as exc:
             return cast(Resp, resp_type(status=convert.error_status(_failure(exc, method))))
 
@@ -115,8 +121,8 @@ def server_stream(req_type: type[Req], resp_type: type[Resp],
     async def handle(raw: bytes, context: Context) -> AsyncIterator[Resp]:
         try:
             req = _parse(req_type, raw)
-            _check(guard, rpc, req, context)
-            async for item in fn(req, call_info(context)):
+            user = _check(guard, rpc, req, context)
+            async for item in fn(req, call_info(context, user, guard)):
                 yield item
         except Exception as exc:
             yield resp_type(status=convert.error_status(_failure(exc, method)))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 
+from mqcluster.auth.guard import Guard
+from mqcluster.auth.model import User
 from mqcluster.broker.grpc import convert
 from mqcluster.broker.grpc.observe import TrafficObserver
 from mqcluster.broker.grpc.routes import RouteProvider
@@ -33,9 +35,18 @@ PULL_CHUNK = 32
 
 @dataclass(frozen=True)
 class CallInfo:
+    """``user`` and ``acl``: who the endpoint authenticated and the policies to check
+    them against (None with ACL 2.0 off); ``peer`` is the caller's address."""
+
     client_id: str
     namespace: str
     time_remaining_s: float | None
+    user: User | None = None
+    acl: Guard | None = None
+    peer: str = ""
+
+    def caller(self) -> Caller:
+        return Caller(self.client_id, self.peer, self.user, self.acl)
 
 
 def _require(value: str, what: str, code: Code = Code.BAD_REQUEST) -> str:
@@ -77,7 +88,7 @@ class MessagingServicer:
     async def query_assignment(self, req: spb.QueryAssignmentRequest,
                                call: CallInfo) -> spb.QueryAssignmentResponse:
         check_topic(req.topic.name)
-        self.service.catalog.group(req.group.name, Caller(call.client_id))
+        self.service.catalog.group(req.group.name, call.caller())
         routes = await self.routes.assignment(req.topic.name, req.group.name,
                                               convert.addresses_of(req.endpoints))
         ns = req.topic.resource_namespace
@@ -92,7 +103,7 @@ class MessagingServicer:
     async def heartbeat(self, req: spb.HeartbeatRequest, call: CallInfo) -> spb.HeartbeatResponse:
         group = req.group.name if req.HasField("group") else None
         if group:
-            self.service.catalog.group(group, Caller(call.client_id))
+            self.service.catalog.group(group, call.caller())
         if call.client_id:
             self.service.clients.touch(call.client_id, self.service.clock.now_ms(),
                                        kind=_client_kind(req.client_type), group=group)
@@ -117,7 +128,7 @@ class MessagingServicer:
             except MessagingError as exc:
                 parsed.append(exc)  # type: ignore[arg-type]
         valid = [m for m in parsed if not isinstance(m, MessagingError)]
-        caller = Caller(call.client_id)
+        caller = call.caller()
         results = iter(await self.service.send(valid, caller) if valid else [])
         entries = []
         for m in parsed:
@@ -188,7 +199,7 @@ class MessagingServicer:
         if call.client_id:
             self.service.clients.touch(call.client_id, self.service.clock.now_ms(), group=group)
         found = await self.service.receive(pop, self._long_polling_ms(polling, call),
-                                           Caller(call.client_id))
+                                           call.caller())
         ns = req.message_queue.topic.resource_namespace
         if not found:
             yield spb.ReceiveMessageResponse(
@@ -240,7 +251,7 @@ class MessagingServicer:
 
     def _queue(self, mq: pb.MessageQueue, call: CallInfo) -> tuple[str, int]:
         check_topic(mq.topic.name)
-        self.service.check_queue(mq.topic.name, mq.id, caller=Caller(call.client_id))
+        self.service.check_queue(mq.topic.name, mq.id, caller=call.caller())
         return mq.topic.name, mq.id
 
     async def update_offset(self, req: spb.UpdateOffsetRequest,
@@ -280,7 +291,7 @@ class MessagingServicer:
     async def pull_message(self, req: spb.PullMessageRequest,
                            call: CallInfo) -> AsyncIterator[spb.PullMessageResponse]:
         check_group(req.group.name)
-        self.service.catalog.group(req.group.name, Caller(call.client_id))
+        self.service.catalog.group(req.group.name, call.caller())
         topic, qid = self._queue(req.message_queue, call)
         if req.offset < 0:
             raise MessagingError(Code.ILLEGAL_OFFSET, "offset must not be negative")

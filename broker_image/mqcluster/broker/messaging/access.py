@@ -1,37 +1,37 @@
 """Who may do what, and the topic and group lookups of sends and reads, for every front end.
 
-``authorize`` is the one place where a caller's identity will be checked against the
-resource and action (RocketMQ ACL 2.0: Topic/Group resources, Pub/Sub actions); both the
-remoting handlers and the gRPC endpoint reach it through ``TopicAccess``, which holds
-the permission rules of a broker: its role, ``brokerPermission``, the topic's own perm,
-a group's ``consumeEnable``, and auto-creation.
+``authorize`` checks a caller's authenticated user against the resource and action
+(RocketMQ ACL 2.0, ``mqcluster.auth``) when the front end that authenticated it hands
+over its policies (``Caller.acl``); both the remoting handlers and the gRPC endpoint
+reach it through ``TopicAccess``, which holds the permission rules of a broker: its
+role, ``brokerPermission``, the topic's own perm, a group's ``consumeEnable``, and
+auto-creation. (Each front end also checks every request at its entry against
+``mqcluster.auth.table``, admin requests included.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum
 from typing import NamedTuple, Protocol
 
+from mqcluster.auth.guard import Denied, Guard
+from mqcluster.auth.model import Action, User
+from mqcluster.auth.table import Right
 from mqcluster.broker.messaging.refusal import Reason, Refusal
 from mqcluster.protocol.names import group_name_problem
 from mqcluster.store.subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 from mqcluster.store.topic_config import PERM_READ, PERM_WRITE, TopicConfig, TopicConfigManager
 
 
-class Action(Enum):
-    """RocketMQ ACL 2.0's action names."""
-
-    PUB = "Pub"
-    SUB = "Sub"
-
-
 class Caller(NamedTuple):
-    """Who sent a request: a client id or producer group, and the peer's address.
-    (Tuples: one is made for every request.)"""
+    """Who sent a request: a client id or producer group, the peer's address, and the
+    user its front end authenticated with the policies to check it against (None
+    where ACL 2.0 is off). (Tuples: one is made for every request.)"""
 
     identity: str = ""
     address: str = ""
+    user: User | None = None
+    acl: Guard | None = None
 
 
 class Resource(NamedTuple):
@@ -45,10 +45,15 @@ ANONYMOUS = Caller()
 
 
 def authorize(caller: Caller, resource: Resource, action: Action) -> None:
-    """Raise ``Refusal(UNAUTHORIZED, ...)`` when ``caller`` may not do ``action`` on
-    ``resource``. Authentication and ACLs will be added here; every caller may do
-    everything until then."""
-    return None
+    """Raise ``Refusal(UNAUTHORIZED, ...)`` naming the missing right when ``caller``'s
+    user may not do ``action`` on ``resource`` (source IP ranges against its address)."""
+    if caller.acl is None:
+        return
+    try:
+        caller.acl.authorize(caller.user, (Right(resource.kind, resource.name, (action,)),),
+                             caller.address or None)
+    except Denied as exc:
+        raise Refusal(Reason.UNAUTHORIZED, str(exc)) from None
 
 
 Authorizer = Callable[[Caller, Resource, Action], None]
