@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from mqcluster.auth.credentials import credentials_of
+from mqcluster.auth.credentials import Credentials, credentials_of
 from mqcluster.auth.guard import Denied, Guard
 from mqcluster.auth.model import User
 from mqcluster.auth.table import GRPC_RULES, remoting_rights
@@ -43,6 +43,13 @@ def guard_of(cfg: Any) -> Guard | None:
             tolerance_s=float(cfg.authenticationDateTimeToleranceSeconds))
         _GUARDS[id(cfg)] = (cfg, guard)
     return guard
+
+
+def inner_credentials(cfg: BrokerConfig) -> Credentials | None:
+    """What this broker signs its requests to the group's other brokers with
+    (``innerClientAuthenticationCredentials``), None when not set."""
+    text = cfg.innerClientAuthenticationCredentials
+    return credentials_of(text) if text else None
 
 
 def host_of(peer: str) -> str:

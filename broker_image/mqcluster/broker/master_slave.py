@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 
+from mqcluster.broker.acl_gate import inner_credentials
 from mqcluster.broker.config import MASTER_ID, BrokerRole
 from mqcluster.broker.context import BrokerContext, ReplicaRole
 from mqcluster.broker.slave_sync import MetadataSync
@@ -50,7 +51,7 @@ class ClassicReplication:
         self.master = HAMasterService(store, self.epochs, classic_options(ctx))
         store.write_gate = self.master
         self.slave: HASlaveClient | None = None
-        self.brokers = BrokerApi(timeout=1.0)
+        self.brokers = BrokerApi(timeout=1.0, credentials=inner_credentials(ctx.config))
         self._server: asyncio.Server | None = None
         self._following: asyncio.Task[None] | None = None
         self.metadata = MetadataSync(ctx, cfg.slaveSyncInterval)

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from mqcluster.broker.acl_gate import inner_credentials
 from mqcluster.broker.broker_identity import register_with_controller
 from mqcluster.broker.config import MASTER_ID, BrokerConfig
 from mqcluster.broker.context import BrokerContext, ReplicaRole
@@ -89,7 +90,7 @@ class ReplicasManager:
         store.write_gate = self.master
         self.slave: HASlaveClient | None = None
         self.client = ControllerClient(cfg.controller_addrs, retry_timeout=5.0)
-        self.brokers = BrokerApi(timeout=1.0)
+        self.brokers = BrokerApi(timeout=1.0, credentials=inner_credentials(ctx.config))
         self.broker_id: int | None = None
         """Id given by the controller (the name servers see 0 while this is master)."""
         self.master_epoch = 0

@@ -15,6 +15,7 @@ import json
 import logging
 from typing import Any
 
+from mqcluster.broker.acl_gate import inner_credentials
 from mqcluster.broker.context import BrokerContext
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.protocol.broker import RequestCode
@@ -61,7 +62,7 @@ class MetadataSync:
     def __init__(self, ctx: BrokerContext, interval_ms: int) -> None:
         self.ctx = ctx
         self.interval = interval_ms / 1000
-        self.api = BrokerApi(timeout=1.0)
+        self.api = BrokerApi(timeout=1.0, credentials=inner_credentials(ctx.config))
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
