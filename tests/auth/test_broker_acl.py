@@ -264,3 +264,30 @@ async def test_mqadmin_signs_with_its_credentials(broker: BrokerProc) -> None:
     assert rc == 0, out + err
     async with AdminClient(broker_addr=broker.addr, credentials=ROOT) as admin:
         assert "ops-cli" in await admin.topic_configs()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_consumer_needs_sub_on_its_topic_and_group(
+        stub: service_pb2_grpc.MessagingServiceStub) -> None:
+    def assignment(topic: str, group: str) -> tuple[int, str]:
+        req = spb.QueryAssignmentRequest()
+        req.topic.name, req.group.name = topic, group
+        resp = stub.QueryAssignment(req, timeout=10, metadata=signed("alice", "alice-secret"))
+        return resp.status.code, resp.status.message
+
+    def receive(group: str) -> tuple[int, str]:
+        req = spb.ReceiveMessageRequest(batch_size=1)
+        req.group.name = group
+        req.message_queue.topic.name = "orders-1"
+        (resp, *_) = stub.ReceiveMessage(req, timeout=10,
+                                         metadata=signed("alice", "alice-secret"))
+        return resp.status.code, resp.status.message
+
+    assert (await asyncio.to_thread(assignment, "orders-1", "g-alice"))[0] == OK
+    code, message = await asyncio.to_thread(assignment, "orders-1", "g-other")
+    assert code == FORBIDDEN and message.startswith(
+        "user alice has no right Sub on Group:g-other from 127.")
+    code, message = await asyncio.to_thread(assignment, "other", "g-alice")
+    assert code == FORBIDDEN and "no right Sub on Topic:other" in message
+    code, message = await asyncio.to_thread(receive, "g-other")
+    assert code == FORBIDDEN and "no right Sub on Group:g-other" in message
