@@ -163,6 +163,15 @@ class HASlaveClient:
             self.epochs.truncate_suffix_by_offset(0)
             return
         if point.truncate_to < local_max:
+            if not store.is_record_start(point.truncate_to):
+                # The epoch files claim the same bytes below the point, and this log has
+                # no record boundary there: they do not describe the commitlogs (a cut a
+                # power loss undid). Cutting would tear a record and splice the master's
+                # bytes onto it; stop for a person instead.
+                raise NoCommonEpochError(
+                    f"sync point {point.truncate_to} is inside a record of this replica "
+                    f"(terms {[(e.epoch, e.start_offset) for e in mine]}, master's "
+                    f"{list(hs.entries)}): the epoch files do not match the commitlogs")
             log.warning("truncating to %d to match the master (was %d)", point.truncate_to,
                         local_max)
             await store.truncate_commitlog(point.truncate_to)

@@ -640,6 +640,10 @@ class MessageStore:
             return await self._flusher.wait_flushed(end, self.config.syncFlushTimeout / 1000)
         return True
 
+    def is_record_start(self, offset: int) -> bool:
+        """Whether the commitlog can be cut at ``offset`` without tearing a record."""
+        return self._commitlog.is_record_start(offset)
+
     @property
     def complete_offset(self) -> int:
         """End of the last whole message: where a replica cuts before becoming master."""

@@ -530,14 +530,31 @@ class CommitLog:
         log.log(level, "commitlog %s at offset %d (%s, fsynced up to %d): %s; %s; cut at %d",
                 what, pos, report.reason, durable_offset, lost, kept, pos)
 
+    def is_record_start(self, offset: int) -> bool:
+        """``offset`` is where a whole, CRC-valid record (or the blank filling a segment's
+        end) starts, or this log's start or end: a place the log can be cut without
+        tearing a record."""
+        if offset in (self.min_offset, self.max_offset) or offset % self.segment_size == 0:
+            return True
+        for _, rec in scan(self.files, offset, self.max_offset, verify_crc=True,
+                           chunk=64 * 1024):
+            return rec.kind in (RecordKind.MESSAGE, RecordKind.BLANK)
+        return False
+
     def _has_segments_after(self, pos: int) -> bool:
         last = self.files.last
         return last is not None and last.start > pos
 
     def truncate(self, offset: int) -> None:
-        """Drop everything at or after ``offset`` (a record boundary)."""
+        """Drop everything at or after ``offset`` (a record boundary), durably: the cut
+        is fsynced before anyone (the checkpoint, the epoch file) can record it. Unsynced,
+        a power loss brings the old tail back under a checkpoint and epoch entries that
+        say it is gone (ASYNC_FLUSH: no later flush covers a cut with nothing after it)."""
         self.forget_recent()
         self.files.truncate(offset)
+        last = self.files.last
+        if last is not None and last.fd >= 0:
+            self._fsync(last.fd)
         self.flushed_offset = min(self.flushed_offset, offset)
         self._table_scanned_to = min(self._table_scanned_to, offset)
 
