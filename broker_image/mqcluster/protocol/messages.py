@@ -11,7 +11,7 @@ sequence of messages with their store fields: docs/formats.md, "Broker message b
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -131,13 +131,11 @@ def encode_batch(messages: Sequence[WireMessage]) -> bytes:
     )
 
 
-def decode_batch(data: bytes) -> list[WireMessage]:
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    messages: list[WireMessage] = []
+def _batch_entries(data: bytes) -> Iterator[tuple[int, bytes, bytes, int]]:
+    """Each batch entry's ``(start, body, encoded properties, flag)``, its sizes and body CRC
+    checked; the one walk under :func:`decode_batch` and :func:`decode_batch_raw`."""
     unpack_head = _BATCH_HEAD.unpack_from
     head_size = _BATCH_HEAD.size
-    taking = WireMessage._taking
     size = len(data)
     pos = 0
     while pos < size:
@@ -156,12 +154,21 @@ def decode_batch(data: bytes) -> list[WireMessage]:
             raise CodecError(f"batch entry at byte {pos}: body CRC mismatch")
         if props_at + 2 + (data[props_at] << 8 | data[props_at + 1]) != end:
             raise CodecError(f"batch entry at byte {pos} has bad propertiesLen")
+        yield pos, body, data[props_at + 2 : end], flag
+        pos = end
+
+
+def decode_batch(data: bytes) -> list[WireMessage]:
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    messages: list[WireMessage] = []
+    taking = WireMessage._taking
+    for pos, body, props, flag in _batch_entries(data):
         try:
-            props = decode_properties(data[props_at + 2 : end].decode("utf-8"))
+            text = props.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CodecError(f"batch entry at byte {pos}: properties not UTF-8") from exc
-        messages.append(taking(body, props, flag))
-        pos = end
+        messages.append(taking(body, decode_properties(text), flag))
     if not messages:
         raise CodecError("empty batch")
     return messages
@@ -206,27 +213,7 @@ def decode_batch_raw(data: bytes) -> RawMessages | None:
     if not isinstance(data, bytes):
         data = bytes(data)
     out = RawMessages([], [], [], [])
-    unpack_head = _BATCH_HEAD.unpack_from
-    head_size = _BATCH_HEAD.size
-    size = len(data)
-    pos = 0
-    while pos < size:
-        if size - pos < head_size:
-            raise CodecError(f"truncated batch entry at byte {pos}")
-        total, _magic, crc, flag, body_len = unpack_head(data, pos)
-        end = pos + total
-        if total < head_size + 2 or end > size:
-            raise CodecError(f"batch entry at byte {pos} has bad totalSize {total}")
-        body_start = pos + head_size
-        props_at = body_start + body_len
-        if props_at + 2 > end:
-            raise CodecError(f"batch entry at byte {pos} has bad bodyLen {body_len}")
-        body = data[body_start:props_at]
-        if crc and crc32(body) != crc:
-            raise CodecError(f"batch entry at byte {pos}: body CRC mismatch")
-        if props_at + 2 + (data[props_at] << 8 | data[props_at + 1]) != end:
-            raise CodecError(f"batch entry at byte {pos} has bad propertiesLen")
-        props = data[props_at + 2 : end]
+    for pos, body, props, flag in _batch_entries(data):
         try:
             tags = _tags_of(props.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -237,7 +224,6 @@ def decode_batch_raw(data: bytes) -> RawMessages | None:
         out.properties.append(props)
         out.tags.append(tags)
         out.flags.append(flag)
-        pos = end
     if not out.bodies:
         raise CodecError("empty batch")
     return out
