@@ -111,6 +111,24 @@ class ReplicaInfo:
     sync_state_set_epoch: int
 
 
+def _replica_info(
+    h: RegisterBrokerToControllerResponseHeader | GetReplicaInfoResponseHeader,
+    body: bytes | None,
+    set_epoch: int | None = None,
+) -> ReplicaInfo:
+    """A RegisterBroker / GetReplicaInfo answer as ReplicaInfo: the master from the header,
+    the SyncStateSet from the body (empty when there is none); a header's own
+    syncStateSetEpoch, when it has one, wins over the body's."""
+    ssb = SyncStateSetBody.decode(body) if body else SyncStateSetBody(set(), 0)
+    return ReplicaInfo(
+        h.master_broker_id,
+        h.master_address,
+        h.master_epoch or 0,
+        ssb.sync_state_set,
+        set_epoch or ssb.sync_state_set_epoch,
+    )
+
+
 class ControllerClient:
     def __init__(
         self,
@@ -260,14 +278,7 @@ class ControllerClient:
             )
         )
         h = RegisterBrokerToControllerResponseHeader.from_command(resp)
-        ssb = SyncStateSetBody.decode(resp.body) if resp.body else SyncStateSetBody(set(), 0)
-        return ReplicaInfo(
-            h.master_broker_id,
-            h.master_address,
-            h.master_epoch or 0,
-            ssb.sync_state_set,
-            h.sync_state_set_epoch or ssb.sync_state_set_epoch,
-        )
+        return _replica_info(h, resp.body, h.sync_state_set_epoch)
 
     async def get_replica_info(self, broker_name: str) -> ReplicaInfo:
         resp = await self._call(
@@ -276,15 +287,7 @@ class ControllerClient:
                     broker_name=broker_name)
             )
         )
-        h = GetReplicaInfoResponseHeader.from_command(resp)
-        ssb = SyncStateSetBody.decode(resp.body) if resp.body else SyncStateSetBody(set(), 0)
-        return ReplicaInfo(
-            h.master_broker_id,
-            h.master_address,
-            h.master_epoch or 0,
-            ssb.sync_state_set,
-            ssb.sync_state_set_epoch,
-        )
+        return _replica_info(GetReplicaInfoResponseHeader.from_command(resp), resp.body)
 
     async def alter_sync_state_set(
         self,
