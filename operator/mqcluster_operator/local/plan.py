@@ -111,13 +111,15 @@ def plan(manifests: Manifests, ip_prefix: str, data_root: Path) -> list[LocalPro
     ips = {(o.name, i): f"{ip_prefix}.{n + 1}" for n, (o, i) in enumerate(pods_in_order)}
     hosts = {f"{names.pod(o.name, i)}.{names.headless_service(o.name)}": ip
              for (name, i), ip in ips.items() for o in [_owner_named(manifests, name)]}
+    from .runner import PROGRAMS  # here: runner imports this module
+
     views: dict[str, ControllerView] = {}
     out: list[LocalProcess] = []
     for owner, cspec in manifests.controllers:
         views[owner.name] = controller_view(owner.name, owner.namespace, cspec)
         data = controller_manifests.config_data(owner, cspec)
         kind = "namesrv" if cspec.embedded() else "controller"
-        marker = "boot success" if cspec.embedded() else "controller started"
+        marker = PROGRAMS["mqnamesrv" if cspec.embedded() else "mqcontroller"].boot_marker
         for i, props in enumerate(pod_configs(data, controller_manifests.conf_name(cspec),
                                               cspec.replicas)):
             ip = ips[(owner.name, i)]

@@ -41,6 +41,20 @@ def test_up_status_down(tmp_path: Path) -> None:
                                                  state).stdout
 
 
+def test_standalone_controllers_boot(tmp_path: Path) -> None:
+    """mqcontroller prints "<id> started on <addr>": up waits for that, not for a line the
+    controller never prints (which failed the boot after the timeout)."""
+    state = str(tmp_path / "state")
+    try:
+        up = mqcluster("local", "up", "--state-dir", state, "-f",
+                       str(EXAMPLES / "controller.yaml"))
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "up: 3 processes" in up.stdout
+    finally:
+        down = mqcluster("local", "down", "--state-dir", state)
+    assert down.returncode == 0 and "down: 3 processes stopped" in down.stdout
+
+
 def test_a_bad_manifest_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: Deployment\nmetadata: {name: x}\n")
