@@ -159,7 +159,7 @@ class BrokerConfig(ServerLimitKeys):
     # 500 ms, declared dead after 2 s of silence. Four beats per timeout: a broker, its
     # network or its controller may stall 1.5 s (GC, a starved core on a loaded
     # 2-core machine) without a false failover; 2 s + the controller's 250 ms scan +
-    # the election stays under 3 s. RocketMQ ships 1000 / 10000 (about 10 s).
+    # the election stays under 3 s. RocketMQ ships 1000 / 10000.
     controllerHeartBeatTimeoutMills: PositiveInt = 2000
     brokerHeartbeatInterval: PositiveInt = 500
     slaveTimeout: PositiveInt = 3000
@@ -193,8 +193,9 @@ class BrokerConfig(ServerLimitKeys):
     """DLedger's key: heartbeats a follower misses before it campaigns (and a leader
     that heard no majority for as long steps down). 100 ms x 15 = 1.5 s of silence: a
     leader may stall 1.4 s (GC, a starved core) without a false election, and a hung or
-    cut-off leader is replaced about 1.7 s after it stopped (2.2 s when the first vote
-    splits), leaving the client time to move within 3 s. DLedger ships 2000 x 3."""
+    cut-off leader is replaced soon after that silence (one vote round later when the
+    first vote splits), leaving the client time to move within 3 s. DLedger ships
+    2000 x 3."""
     storePathDLedgerCommitLog: str | None = None
 
     @field_validator("namesrvAddr", "controllerAddr")
