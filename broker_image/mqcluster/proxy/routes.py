@@ -8,6 +8,7 @@ the client's calls come back to the proxy tier whichever group a queue is in.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol, TypeVar
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
@@ -43,23 +44,37 @@ def _point_at(queue: pb.MessageQueue, endpoints: pb.Endpoints | None) -> pb.Mess
     return queue
 
 
+class _Answer(Protocol):
+    @property
+    def status(self) -> pb.Status: ...
+
+
+_A = TypeVar("_A", bound=_Answer)
+
+
+def _split(answers: Mapping[str, _A], topic: str) -> tuple[dict[str, _A], pb.Status | None]:
+    """The groups that answered OK, and, when none did, the status to answer instead."""
+    ok = {g: a for g, a in answers.items() if a.status.code == pb.Code.OK}
+    if ok:
+        return ok, None
+    return ok, failure({g: a.status for g, a in answers.items()}, topic)
+
+
 def merge_routes(answers: Mapping[str, spb.QueryRouteResponse], topic: str,
                  endpoints: pb.Endpoints | None) -> spb.QueryRouteResponse:
     """One route from each group's answer (groups that failed are left out)."""
-    ok = {g: a for g, a in answers.items() if a.status.code == pb.Code.OK}
-    if not ok:
-        return spb.QueryRouteResponse(
-            status=failure({g: a.status for g, a in answers.items()}, topic))
+    ok, failed = _split(answers, topic)
+    if failed is not None:
+        return spb.QueryRouteResponse(status=failed)
     queues = [_point_at(q, endpoints) for g in sorted(ok) for q in ok[g].message_queues]
     return spb.QueryRouteResponse(status=status(pb.Code.OK), message_queues=queues)
 
 
 def merge_assignments(answers: Mapping[str, spb.QueryAssignmentResponse], topic: str,
                       endpoints: pb.Endpoints | None) -> spb.QueryAssignmentResponse:
-    ok = {g: a for g, a in answers.items() if a.status.code == pb.Code.OK}
-    if not ok:
-        return spb.QueryAssignmentResponse(
-            status=failure({g: a.status for g, a in answers.items()}, topic))
+    ok, failed = _split(answers, topic)
+    if failed is not None:
+        return spb.QueryAssignmentResponse(status=failed)
     out = []
     for g in sorted(ok):
         for a in ok[g].assignments:
