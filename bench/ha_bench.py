@@ -201,6 +201,14 @@ class AckClock:
             while len(self.acks) < n:
                 await asyncio.sleep(0.02)
 
+    async def wait_acks_after(self, t: float, more: int, timeout: float = 60.0) -> None:
+        """Until ``more`` acks have come beyond those that had come by ``t``."""
+        await self.wait_acks(len([a for a in self.acks if a <= t]) + more, timeout)
+
+    def gap_since(self, t: float) -> float:
+        """``gap_around`` up to the latest ack."""
+        return self.gap_around(t, max(self.acks))
+
     def gap_around(self, t: float, until: float) -> float:
         """The longest gap between consecutive acks from the last one before the fault
         at ``t`` up to ``until`` (when the client was seen acking again)."""
@@ -229,6 +237,15 @@ class FaultTarget(Protocol):
     def wake(self, i: int) -> None: ...
 
 
+async def before_fault(g: FaultTarget, rng: random.Random) -> tuple[int, float]:
+    """The master, once every replica is in sync and a random 0.2-0.6 s has passed (so
+    faults do not line up with the client's sends), and the fault's time."""
+    m = await g.wait_master()
+    await g.wait_ready()
+    await asyncio.sleep(rng.uniform(0.2, 0.6))
+    return m, time.monotonic()
+
+
 async def failover(g: FaultTarget, endpoints: str | None = None, kills: int | None = None,
                    hangs: int | None = None) -> tuple[list[float], list[float], int]:
     """Gaps after ``kills`` SIGKILLs and ``hangs`` SIGSTOPs of the master, for the
@@ -252,29 +269,22 @@ async def failover_clocked(g: FaultTarget, endpoints: str | None = None,
     try:
         await clock.wait_acks(20)
         for _ in range(n_kills):
-            m = await g.wait_master()
-            await g.wait_ready()
-            await asyncio.sleep(rng.uniform(0.2, 0.6))
-            t = time.monotonic()
+            m, t = await before_fault(g, rng)
             await g.kill(m)
-            await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 3)
-            kill_gaps.append(clock.gap_around(t, max(clock.acks)))
+            await clock.wait_acks_after(t, 3)
+            kill_gaps.append(clock.gap_since(t))
             await g.restart(m)
         for _ in range(n_hangs):
-            m = await g.wait_master()
-            await g.wait_ready()
-            await asyncio.sleep(rng.uniform(0.2, 0.6))
-            t = time.monotonic()
+            m, t = await before_fault(g, rng)
             g.hang(m)
             await g.wait_master(not_index=m)
             # A client whose connection is to the hung process itself waits for its
             # request timeout; keep the process stopped a while before waking it.
             with contextlib.suppress(TimeoutError):
-                await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 3,
-                                      timeout=HANG_SECONDS)
+                await clock.wait_acks_after(t, 3, timeout=HANG_SECONDS)
             g.wake(m)
-            await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 3)
-            hang_gaps.append(clock.gap_around(t, max(clock.acks)))
+            await clock.wait_acks_after(t, 3)
+            hang_gaps.append(clock.gap_since(t))
     finally:
         clock.stop.set()
         await asyncio.to_thread(clock.thread.join, 30)

@@ -33,7 +33,7 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 
 from bench import Row, cpu_seconds
-from bench.ha_bench import MSG_SIZE, TOPIC, AckClock
+from bench.ha_bench import MSG_SIZE, TOPIC, AckClock, before_fault
 from mqcluster.client import AdminClient
 from mqcluster_testing.broker.procs import ProxyProc, free_ip, free_port
 from mqcluster_testing.ha.cluster import ProcessGroup
@@ -171,31 +171,25 @@ async def pause_rows(root: Path, g: ProcessGroup, proxies: list[ProxyProc]) -> l
     try:
         await clock.wait_acks(20)
         for _ in range(HANGS):
-            m = await g.wait_master()
-            await g.wait_ready()
-            await asyncio.sleep(rng.uniform(0.2, 0.6))
-            t = time.monotonic()
+            m, t = await before_fault(g, rng)
             g.hang(m)
             await g.wait_master(not_index=m)
-            await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 20)
-            hangs.append(clock.gap_around(t, max(clock.acks)))
+            await clock.wait_acks_after(t, 20)
+            hangs.append(clock.gap_since(t))
             g.wake(m)
         for _ in range(KILLS):
-            m = await g.wait_master()
-            await g.wait_ready()
-            await asyncio.sleep(rng.uniform(0.2, 0.6))
-            t = time.monotonic()
+            m, t = await before_fault(g, rng)
             await g.kill(m)
-            await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 20)
-            kills.append(clock.gap_around(t, max(clock.acks)))
+            await clock.wait_acks_after(t, 20)
+            kills.append(clock.gap_since(t))
             await g.restart(m)
         for _ in range(PROXY_KILLS):
             for proxy in proxies:
                 await asyncio.sleep(rng.uniform(0.2, 0.6))
                 t = time.monotonic()
                 await proxy.kill()
-                await clock.wait_acks(len([a for a in clock.acks if a <= t]) + 20)
-                proxy_kills.append(clock.gap_around(t, max(clock.acks)))
+                await clock.wait_acks_after(t, 20)
+                proxy_kills.append(clock.gap_since(t))
                 await proxy.start("boot success")
     finally:
         clock.stop.set()
