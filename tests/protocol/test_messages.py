@@ -51,16 +51,20 @@ def test_batch_layout_is_rocketmq_batch_format() -> None:
     assert raw[24:] == b"TAGS\x01T\x02" and plen == 7
 
 
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"",
-        b"\x00\x00\x00\x05",
-        struct.pack(">IIIII", 100, 0, 0, 0, 1) + b"x",
-        struct.pack(">IIIII", 27, 0, 0, 0, 50) + b"x" * 7,
-        struct.pack(">IIIII", 23, 0, 1234, 0, 1) + b"x" + b"\x00\x00",
-    ],
-)
+MALFORMED_BATCHES = [
+    b"",
+    b"\x00\x00\x00\x05",
+    struct.pack(">IIIII", 100, 0, 0, 0, 1) + b"x",
+    struct.pack(">IIIII", 27, 0, 0, 0, 50) + b"x" * 7,
+    struct.pack(">IIIII", 23, 0, 1234, 0, 1) + b"x" + b"\x00\x00",
+    struct.pack(">IIIII", 25, 0, 0, 0, 1) + b"x" + b"\x00\x02ab",
+    struct.pack(">IIIII", 25, 0, 0, 0, 1) + b"x" + b"\x00\x02\xff\xfe",
+]
+"""Empty, a truncated head, bad totalSize, bad bodyLen, a body CRC mismatch, bad
+propertiesLen, properties not UTF-8."""
+
+
+@pytest.mark.parametrize("data", MALFORMED_BATCHES)
 def test_malformed_batches_raise(data: bytes) -> None:
     with pytest.raises(CodecError):
         decode_batch(data)
@@ -127,18 +131,7 @@ def test_raw_decoding_falls_back_on_an_empty_tag() -> None:
     assert single is not None and single.tags == ["T"] and single.flags == [1]
 
 
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"",
-        b"\x00\x00\x00\x05",
-        struct.pack(">IIIII", 100, 0, 0, 0, 1) + b"x",
-        struct.pack(">IIIII", 27, 0, 0, 0, 50) + b"x" * 7,
-        struct.pack(">IIIII", 23, 0, 1234, 0, 1) + b"x" + b"\x00\x00",
-        struct.pack(">IIIII", 25, 0, 0, 0, 1) + b"x" + b"\x00\x02ab",
-        struct.pack(">IIIII", 25, 0, 0, 0, 1) + b"x" + b"\x00\x02\xff\xfe",
-    ],
-)
+@pytest.mark.parametrize("data", MALFORMED_BATCHES)
 def test_raw_batch_errors_are_the_decoded_ones(data: bytes) -> None:
     with pytest.raises(CodecError) as raw:
         decode_batch_raw(data)
