@@ -9,28 +9,15 @@ replaced (tests pass one that registers processes for guaranteed cleanup).
 from __future__ import annotations
 
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from mqcluster_testing.procs import free_addr
+
 Spawn = Callable[[Sequence[str], str, Path], "subprocess.Popen[bytes]"]
-
-
-def free_loopback_addr(host: str | None = None) -> str:
-    """``host:port`` on loopback that nothing listens on right now."""
-    for _ in range(100):
-        h = host or f"127.0.0.{random.randint(2, 250)}"
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((h, 0))
-            except OSError:
-                continue
-            return f"{h}:{s.getsockname()[1]}"
-    raise RuntimeError("no free loopback address")
 
 
 def default_spawn(argv: Sequence[str], name: str, log_path: Path) -> subprocess.Popen[bytes]:
@@ -53,7 +40,7 @@ class LocalGroup:
         self.root = root
         self.extra_args = list(extra_args)
         self.spawn = spawn
-        self.peers = {f"n{i}": free_loopback_addr() for i in range(size)}
+        self.peers = {f"n{i}": free_addr() for i in range(size)}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     @property
