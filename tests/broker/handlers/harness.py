@@ -12,6 +12,7 @@ from mqcluster.broker.context import BrokerContext
 from mqcluster.broker.handlers import build_registry
 from mqcluster.broker.long_poll import ArrivalNotifier
 from mqcluster.broker.store_factory import create_store
+from mqcluster.protocol.broker import BrokerResponseCode
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import Connection, HandlerRegistry
 
@@ -31,6 +32,16 @@ class Broker:
         answer = await self.registry.dispatch(cmd, cast(Connection, FakeConnection()))
         assert answer is not None
         return answer
+
+    async def served_codes(self) -> set[int]:
+        """The request codes below 1200 that this broker answers (any answer but
+        REQUEST_CODE_NOT_SUPPORTED), found by asking it each one."""
+        served = set()
+        for code in range(0, 1200):
+            answer = await self.call(code)
+            if answer.code != BrokerResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                served.add(code)
+        return served
 
     def config_file(self, name: str) -> Path:
         return Path(self.ctx.config.storePathRootDir) / "config" / name
