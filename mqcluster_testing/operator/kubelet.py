@@ -34,21 +34,13 @@ from typing import Any
 
 from mqcluster_operator import names
 from mqcluster_operator.k8s import Api, ApiError, Ref
-from mqcluster_testing.broker.procs import Proc
 
 from .emulator import Emulator
-from .pod_process import Addresses, Container, start_process
+from .pod_process import Addresses, Container, PodProcess, start_process
 
 
 def revision_of(template: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
-
-
-@dataclass
-class PodProcess:
-    proc: Proc
-    uid: str
-    revision: str
 
 
 @dataclass

@@ -64,6 +64,15 @@ class Addresses:
         return out
 
 
+@dataclass
+class PodProcess:
+    """A pod's running process, the pod's uid and the revision it was started from."""
+
+    proc: Proc
+    uid: str
+    revision: str
+
+
 @dataclass(frozen=True)
 class Container:
     """What a pod's first container runs: the program and the ConfigMap key it reads."""

@@ -39,7 +39,7 @@ import aiohttp
 from mqcluster_operator.k8s import ApiError
 from mqcluster_testing.broker.procs import Proc
 
-from ..pod_process import Addresses, Container, run_pre_stop, start_process
+from ..pod_process import Addresses, Container, PodProcess, run_pre_stop, start_process
 from .controlplane import KubeApi
 from .mirror import Mirror
 
@@ -54,13 +54,6 @@ def now() -> str:
 
 def micro_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass
-class PodProcess:
-    proc: Proc
-    uid: str
-    revision: str
 
 
 @dataclass
