@@ -7,8 +7,17 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from chaos.runner import ScenarioResult, say
+
+
+def master_store(workdir: Path, master: int) -> Path:
+    """The final master's store as the run left it: in a power-loss run the store is a
+    lazyfs mount, gone once the run ends, and its files are in the backing directory."""
+    store = workdir / f"b{master}" / "store"
+    backing = store.with_name("store.disk")
+    return backing if backing.is_dir() else store
 
 
 def run_spark_history(results: list[ScenarioResult], when: str) -> list[str]:
@@ -23,7 +32,7 @@ def run_spark_history(results: list[ScenarioResult], when: str) -> list[str]:
         histories = ",".join(str(r.workdir / n) for n in ("producer.jsonl", "consumer.jsonl"))
         done = subprocess.run(
             [sys.executable, "-m", "mqcluster_audit.cli", "history",
-             "--stores", f"master={r.workdir / f'b{r.master}' / 'store'}",
+             "--stores", f"master={master_store(r.workdir, r.master)}",
              "--history", histories, "--out", str(out)], capture_output=True, text=True)
         try:
             summary = json.loads((out / "summary.json").read_text())
