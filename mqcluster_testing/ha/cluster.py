@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mqcluster.client.controller import ControllerClient, ReplicaInfo
-from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker, start_namesrv
+from mqcluster_testing.broker.procs import BrokerProc, NamesrvProc, start_broker
+from mqcluster_testing.control_plane import start_control_plane, stop_control_plane
 from mqcluster_testing.controller.localcluster import LocalControllerCluster
 from mqcluster_testing.ha.brokers import BrokerProcesses
 from mqcluster_testing.procs import free_addr
@@ -49,11 +50,7 @@ class ProcessGroup(BrokerProcesses):
         self.client: ControllerClient | None = None
 
     async def start(self) -> None:
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        self.controllers.start_all()
-        await self.controllers.wait_active(30)
-        self.namesrv = await start_namesrv(self.tmp)
-        self.client = ControllerClient(self.controllers.controller_addr, retry_timeout=10)
+        self.namesrv, self.client = await start_control_plane(self.tmp, self.controllers)
         for i in range(self.size):
             ip = free_addr().rsplit(":", 1)[0]
             root = self.tmp / f"b{i}"
@@ -133,8 +130,4 @@ class ProcessGroup(BrokerProcesses):
 
     async def close(self) -> None:
         await self.kill_brokers()
-        if self.namesrv is not None:
-            await self.namesrv.kill()
-        self.controllers.kill_all()
-        if self.client is not None:
-            await self.client.close()
+        await stop_control_plane(self.namesrv, self.controllers, self.client)

@@ -21,8 +21,8 @@ from mqcluster_testing.broker.procs import (
     free_ip,
     free_port,
     start_broker,
-    start_namesrv,
 )
+from mqcluster_testing.control_plane import start_control_plane, stop_control_plane
 from mqcluster_testing.controller.localcluster import LocalControllerCluster
 from mqcluster_testing.procs import free_addr
 
@@ -46,11 +46,7 @@ class GroupsCluster:
         self.client: ControllerClient | None = None
 
     async def start(self) -> None:
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        self.controllers.start_all()
-        await self.controllers.wait_active(30)
-        self.namesrv = await start_namesrv(self.tmp)
-        self.client = ControllerClient(self.controllers.controller_addr, retry_timeout=10)
+        self.namesrv, self.client = await start_control_plane(self.tmp, self.controllers)
         for name in self.names:
             self.brokers[name] = []
             for i in range(self.replicas):
@@ -137,8 +133,4 @@ class GroupsCluster:
                     if p is not None and p.returncode is None:
                         os.kill(p.pid, signal.SIGCONT)
                 await broker.kill()
-        if self.namesrv is not None:
-            await self.namesrv.kill()
-        self.controllers.kill_all()
-        if self.client is not None:
-            await self.client.close()
+        await stop_control_plane(self.namesrv, self.controllers, self.client)
