@@ -17,10 +17,10 @@ import pytest
 from mqcluster.raft.diskformat import encode_hard_state
 from mqcluster.raft.node import parse_peers
 from mqcluster.raft.types import HardState
-from mqcluster_testing.broker.procs import broker_props
 from mqcluster_testing.ha.brokers import running
 from mqcluster_testing.ha.dledger_cluster import DLedgerProcessGroup
-from mqcluster_testing.procs import Procs, free_addr, procs  # noqa: F401  (``procs`` is a fixture)
+from mqcluster_testing.procs import Procs, procs  # noqa: F401  (``procs`` is a fixture)
+from tests.ha.lone_member import refused_start
 from tests.ha.test_processes import History, produce, wait_acks
 from tests.raft.hostile import (
     View,
@@ -102,17 +102,8 @@ def test_a_hardstate_out_of_range_stops_the_broker_with_one_line(
     tmp_path: Path, procs: Procs  # noqa: F811
 ) -> None:
     """As an older version saved the reported frame's term: one line naming the file."""
-    ip = host_of(free_addr())
-    peers = f"n0-{free_addr(ip)};n1-{free_addr()};n2-{free_addr()}"
-    props = broker_props(tmp_path, ip, brokerName="dledger-a", enableDLegerCommitLog="true",
-                         dLegerGroup="dledger-a", dLegerPeers=peers, dLegerSelfId="n0")
     raft_dir = tmp_path / "store" / "dledger"
     raft_dir.mkdir(parents=True)
     (raft_dir / "hardstate").write_bytes(encode_hard_state(HardState(2**64, "n1")))
-    conf = tmp_path / "broker.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    p = procs.python("-m", "mqcluster.broker.main", "-c", str(conf), name="broker")
-    assert p.wait(timeout=90) == 1
-    out = procs.output(p)
+    out = refused_start(tmp_path, procs)
     assert f"corrupt file {raft_dir / 'hardstate'}: term: {2**64} is out of range" in out, out
-    assert "Traceback" not in out
