@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from mqcluster.broker.config import BrokerConfig, check_broker_config
@@ -17,7 +18,10 @@ from mqcluster.broker.server import BrokerServer
 from mqcluster.controller.config import ControllerConfig
 from mqcluster.controller.consensus import LocalConsensus
 from mqcluster.controller.service import ControllerService
+from mqcluster.store import MessageStore
 from mqcluster.store.message import MessageRecord, PutResult
+from mqcluster.store.subscription_group import SubscriptionGroupConfig
+from mqcluster.store.topic_config import TopicConfig
 from mqcluster_testing.procs import free_addr
 
 TOPIC = "TopicHA"
@@ -59,6 +63,10 @@ def broker_config(root: Path, controller: str, ip: str, **extra: object) -> Brok
     }
     props.update(extra)
     return check_broker_config(BrokerConfig.model_validate(props))
+
+
+def _has_synced_offset(store: MessageStore) -> bool:
+    return store.offsets.query("SyncedGroup", "SyncedTopic", 2) == 17
 
 
 class GroupHarness:
@@ -132,6 +140,21 @@ class GroupHarness:
     async def put(self, i: int, body: bytes, queue: int = 0) -> PutResult:
         store = self.broker(i).context.store
         return await store.put_message(MessageRecord(TOPIC, queue, body))
+
+    async def copy_master_metadata(self) -> int:
+        """Puts topic SyncedTopic, group SyncedGroup and its offset 17 on queue 2 on the
+        master, and waits until every broker has the offset and the topic; the master's
+        index."""
+        m = await self.wait_master()
+        master = self.broker(m).context.store
+        master.topics.put(TopicConfig("SyncedTopic", 4, 4))
+        master.subscriptions.put(SubscriptionGroupConfig("SyncedGroup"))
+        master.offsets.commit("SyncedGroup", "SyncedTopic", 2, 17)
+        for i in range(len(self.brokers)):
+            store = self.broker(i).context.store
+            await self.wait_for(partial(_has_synced_offset, store))
+            assert store.topics.get("SyncedTopic") is not None
+        return m
 
     async def stop(self) -> None:
         for i in range(len(self.brokers)):

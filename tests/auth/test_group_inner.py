@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from mqcluster.protocol.broker import BrokerResponseCode, RequestCode
-from mqcluster.store.subscription_group import SubscriptionGroupConfig
-from mqcluster.store.topic_config import TopicConfig
 from mqcluster.wire.frame import RemotingCommand
 from mqcluster.wire.rpc import RpcClient
 from mqcluster_testing.ha.group import GroupHarness
@@ -34,16 +32,7 @@ async def group(tmp_path: Path) -> AsyncIterator[GroupHarness]:
 async def test_slaves_copy_the_masters_metadata_with_the_inner_credentials(
         group: GroupHarness) -> None:
     g = group
-    m = await g.wait_master()
-    master = g.broker(m).context.store
-    master.topics.put(TopicConfig("SyncedTopic", 4, 4))
-    master.subscriptions.put(SubscriptionGroupConfig("SyncedGroup"))
-    master.offsets.commit("SyncedGroup", "SyncedTopic", 2, 17)
-    for i in range(2):
-        store = g.broker(i).context.store
-        await g.wait_for(lambda store=store: store.offsets.query(
-            "SyncedGroup", "SyncedTopic", 2) == 17)
-        assert store.topics.get("SyncedTopic") is not None
+    m = await g.copy_master_metadata()
     rpc = RpcClient()
     try:
         resp = await rpc.invoke(g.broker(m).context.config.broker_addr,
