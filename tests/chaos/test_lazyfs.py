@@ -12,19 +12,12 @@ from pathlib import Path
 import pytest
 
 from chaos.lazymount import LazyMount, fuse_unavailable
+from mqcluster.common.files import fsync_dir
 
 
 @pytest.fixture
 def mount(lazy_mount: LazyMount) -> LazyMount:
     return lazy_mount
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def test_a_drop_keeps_exactly_what_was_fsynced(mount: LazyMount) -> None:
