@@ -12,9 +12,9 @@ controller elects the in-sync slave at once): one by one, in batches of 10,
 and 50 at once; then the dead masters come back as slaves and the round is
 repeated in the other direction. Measured per failover, from the moment the
 active controller applied ElectMaster (``applied_wall_ms`` of its election
-record, read from its ``/health``) to the moment the emulator stored the pod
-labels that make the client Service select the new master (new pod
-``role=master`` and the old one not). Memory: the operator process's VmRSS
+record, read from every controller's ``/health``) to the moment the emulator
+stored the pod labels that make the client Service select the new master (new
+pod ``role=master`` and the old one not). Memory: the operator process's VmRSS
 (sampled) and VmHWM (peak), from ``/proc``.
 """
 
@@ -224,25 +224,30 @@ def make_emulator(watcher: Watcher) -> Any:
 
 
 class ElectionRecords:
-    """Polls the active controller's /health and keeps every election record it lists.
+    """Polls every controller's /health and keeps every election record they list.
 
-    It lists the last 64: every 0.2 s is enough for batches of up to 50 failovers.
+    A controller lists only the elections it did, and the active one may change during
+    the run (a controller stalled on a loaded machine loses its leadership): reading
+    only the first active one lost every later record. Each lists its last 64: every
+    0.2 s is enough for batches of up to 50 failovers.
     """
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
         self.records: dict[tuple[str, int], dict[str, Any]] = {}
 
     async def run(self) -> None:
         import aiohttp
 
-        async with aiohttp.ClientSession() as session:
+        timeout = aiohttp.ClientTimeout(total=1.0)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
-                with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
-                    async with session.get(self.url) as resp:
-                        data = json.loads(await resp.text())
-                    for r in data.get("recentElections", []):
-                        self.records.setdefault((r["broker_name"], r["master_epoch"]), r)
+                for url in self.urls:
+                    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+                        async with session.get(url) as resp:
+                            data = json.loads(await resp.text())
+                        for r in data.get("recentElections", []):
+                            self.records.setdefault((r["broker_name"], r["master_epoch"]), r)
                 await asyncio.sleep(0.2)
 
     def applied(self, group: str, after_wall: float) -> float | None:
@@ -327,10 +332,10 @@ async def _main() -> list[Row]:
         tasks: list[asyncio.Task[None]] = []
         try:
             cluster.start_all()
-            active = await cluster.wait_active(timeout=30)
-            node = cluster.node_of(active.leader_addr or "")
-            host = cluster.addrs[node].rpartition(":")[0]
-            records = ElectionRecords(f"http://{host}:{cluster.metrics_ports[node]}/health")
+            await cluster.wait_active(timeout=30)
+            records = ElectionRecords([
+                f"http://{cluster.addrs[n].rpartition(':')[0]}:{cluster.metrics_ports[n]}/health"
+                for n in cluster.ids])
             tasks.append(asyncio.create_task(records.run()))
 
             standins = _spawn([*me, "standins", "--controllers", cluster.controller_addr,
