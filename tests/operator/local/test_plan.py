@@ -71,3 +71,20 @@ def test_bad_manifests_are_named() -> None:
 
 def test_properties_parse_as_the_pod_concatenates_them() -> None:
     assert parse_properties("# header\na=1\nb=x=y\n\n") == {"a": "1", "b": "x=y"}
+
+
+def test_a_standalone_controller_boots_on_what_it_prints(tmp_path: Path) -> None:
+    """The planned boot marker is a line mqcontroller really prints ("<id> started on"):
+    up returns once it is there instead of a BootError after the boot timeout."""
+    from mqcluster_operator.local.runner import LocalCluster
+
+    docs = manifests("controller.yaml")
+    docs[0]["spec"]["replicas"] = 1  # type: ignore[index]
+    procs = plan(read_manifests(docs), "127.9.6", tmp_path / "data")
+    cluster = LocalCluster(tmp_path / "state")
+    try:
+        cluster.up(procs, lambda _line: None)
+        assert [p.name for p in cluster.processes] == ["mqc-0"]
+        assert cluster.processes[0].alive
+    finally:
+        cluster.down()
