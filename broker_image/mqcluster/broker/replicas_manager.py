@@ -20,7 +20,6 @@ endpoint forwards client calls to the master it names.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from mqcluster.broker.slave_sync import sync_from_master
 from mqcluster.client.broker_api import BrokerApi
 from mqcluster.client.controller import ControllerClient, ControllerError, ReplicaInfo
 from mqcluster.client.errors import ClientError
+from mqcluster.common.tasks import cancel_all
 from mqcluster.ha.master import HAMasterOptions, HAMasterService
 from mqcluster.ha.replica_hosts import ReplicaHosts
 from mqcluster.ha.slave import HASlaveClient, HASlaveOptions
@@ -129,11 +129,7 @@ class ReplicasManager:
         await self._role_known.wait()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(self._tasks)
         self._tasks = []
         if self.slave is not None:
             await self.slave.stop()

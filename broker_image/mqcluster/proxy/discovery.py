@@ -13,12 +13,12 @@ A master whose gRPC endpoint is not known yet is asked for it (its runtime info)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from mqcluster.client.controller import ControllerClient, ControllerError
 from mqcluster.client.namesrv import NamesrvClient, TopicNotExistError
+from mqcluster.common.tasks import cancel_all
 from mqcluster.protocol import controller_watch as master_watch
 from mqcluster.proxy.config import ProxyConfig
 from mqcluster.proxy.groups import GroupTable
@@ -66,11 +66,7 @@ class Discovery:
             self._tasks.append(loop.create_task(self._controller_loop(), name="proxy-watch"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(self._tasks)
         if self.controllers is not None:
             await self.controllers.close()
         if self.namesrv is not None:
