@@ -5,12 +5,13 @@ all. Used by the name server's and broker's multi-process limit tests."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from mqcluster.common.tasks import cancel_all
 
 MIB = 1024 * 1024
 CHUNK = bytes(64 * 1024)
@@ -93,11 +94,7 @@ class Attack:
                 await done.get()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(self._tasks)
 
 
 @dataclass
