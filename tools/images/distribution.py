@@ -5,7 +5,7 @@ commands import (run at build time by the Dockerfiles, standard library only):
 
 - broker: ``mqcluster`` and its server commands. The official client package is installed
   without its dependencies (opentelemetry, grpcio-tools): the servers only load its
-  generated gRPC stubs (mqcluster/broker/grpc/stubs.py).
+  generated gRPC stubs (mqcluster/protocol/grpc_stubs.py).
 - operator: ``mqcluster_operator`` (without its local demo tools) and the parts of
   ``mqcluster`` it imports; not the gRPC endpoint, so no grpcio, protobuf or client.
 

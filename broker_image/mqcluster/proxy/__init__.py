@@ -10,3 +10,7 @@ calls fail fast, sends go to the groups that answer, and the group's calls go to
 new master as soon as the controllers elect one. Nothing a client needs is kept in a
 proxy (tokens.py): any replica serves any client.
 """
+
+# First: the official client's stubs without its package __init__ (see grpc_stubs.py), so
+# the proxy's modules import them without the client's logging writing under HOME.
+import mqcluster.protocol.grpc_stubs  # noqa: F401  # isort: skip

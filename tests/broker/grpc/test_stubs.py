@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PROBE = """
 import sys
-import mqcluster.broker.grpc, mqcluster.proxy.server
+import {server}
 print("client loaded:", "rocketmq.v5" in sys.modules, "opentelemetry" in sys.modules)
 import os
 print("home written:", os.path.exists(os.environ["HOME"]))
@@ -19,14 +21,15 @@ print("client works:", Producer.__name__, rocketmq.grpc_protocol.Code.OK)
 """
 
 
+@pytest.mark.parametrize("server", ["mqcluster.broker.grpc", "mqcluster.proxy.main"])
 def test_servers_import_the_stubs_without_the_client_and_leave_home_alone(
-    tmp_path: Path,
+    tmp_path: Path, server: str,
 ) -> None:
     home = tmp_path / "home"  # absent: the client's logging set-up would create it
     env = {**os.environ, "HOME": str(home)}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120,
-        check=True,
+        [sys.executable, "-c", PROBE.format(server=server)], env=env, capture_output=True,
+        text=True, timeout=120, check=True,
     ).stdout.splitlines()
     assert out[0] == "client loaded: False False"
     assert out[1] == "home written: False"

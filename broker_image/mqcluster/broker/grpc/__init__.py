@@ -11,8 +11,8 @@ Entry point for the broker process::
 ``clock=`` and ``config=`` are for tests.
 """
 
-# First: the official client's stubs without its package __init__ (see stubs.py).
-import mqcluster.broker.grpc.stubs  # noqa: F401  # isort: skip
+# First: the official client's stubs without its package __init__ (see grpc_stubs.py).
+import mqcluster.protocol.grpc_stubs  # noqa: F401  # isort: skip
 from mqcluster.broker.grpc.host import MessagingHost
 from mqcluster.broker.grpc.routes import LocalRouteProvider, QueueRoute, RouteProvider
 from mqcluster.broker.grpc.server import GrpcEndpoint, start_grpc_server
